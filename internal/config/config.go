@@ -1,0 +1,206 @@
+// Package config reads toolgate's configuration from the environment. It is
+// the only package that reads environment variables; everything else receives
+// a validated [Config].
+package config
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"net/url"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Signup modes for TOOLGATE_SIGNUP.
+const (
+	SignupOpen   = "open"
+	SignupInvite = "invite"
+	SignupClosed = "closed"
+)
+
+// Config is toolgate's whole configuration.
+type Config struct {
+	// Addr is the listen address of the HTTP server.
+	Addr string
+	// BaseURL is the public URL people and agents use to reach the server.
+	BaseURL *url.URL
+	// DataDir holds the embedded PostgreSQL and Meilisearch and their keys.
+	DataDir string
+
+	// DatabaseURL is an external PostgreSQL; empty means the embedded one.
+	DatabaseURL string
+	// MeiliURL is an external Meilisearch; empty means the embedded one.
+	MeiliURL string
+	// MeiliMasterKey authenticates to MeiliURL.
+	MeiliMasterKey string
+	// MeiliBin is the Meilisearch binary for the embedded default.
+	MeiliBin string
+	// PostgresBinDir holds initdb and postgres for the embedded default.
+	PostgresBinDir string
+
+	// Signup is open, invite or closed.
+	Signup string
+	// SessionLifetime is the absolute lifetime of a console session.
+	SessionLifetime time.Duration
+	// SessionIdleTimeout ends a session nobody used for this long.
+	SessionIdleTimeout time.Duration
+	// TrustProxyHeaders takes the client address from X-Forwarded-For.
+	TrustProxyHeaders bool
+
+	// Demo seeds the demo organization on start.
+	Demo bool
+
+	// LogFormat is json or text; LogLevel is debug, info, warn or error.
+	LogFormat string
+	LogLevel  string
+}
+
+// Embedded reports whether toolgate runs its own PostgreSQL.
+func (c Config) Embedded() bool { return c.DatabaseURL == "" }
+
+// SecureCookies reports whether cookies must carry the Secure attribute.
+func (c Config) SecureCookies() bool { return c.BaseURL.Scheme == "https" }
+
+// Var describes one environment variable; [Vars] is the documented list.
+type Var struct {
+	Name    string
+	Default string
+	Doc     string
+}
+
+// Vars lists every environment variable toolgate reads, in README order.
+var Vars = []Var{
+	{"TOOLGATE_ADDR", "127.0.0.1:8080", "Address the HTTP server listens on."},
+	{"TOOLGATE_BASE_URL", "http://{TOOLGATE_ADDR}", "Public URL of the console; https makes cookies Secure."},
+	{"TOOLGATE_DATA_DIR", "./.data", "Directory for the embedded PostgreSQL and Meilisearch, their keys and the demo sign-in."},
+	{"DATABASE_URL", "(embedded)", "External PostgreSQL URL. Empty starts a private PostgreSQL in the data directory."},
+	{"MEILI_URL", "(embedded)", "External Meilisearch URL. Empty starts a private Meilisearch in the data directory."},
+	{"MEILI_MASTER_KEY", "(generated)", "Meilisearch master key; required with MEILI_URL, generated for the embedded one."},
+	{"MEILI_BIN", "(search)", "Meilisearch binary for the embedded default; otherwise PATH, then {TOOLGATE_DATA_DIR}/bin/meilisearch."},
+	{"TOOLGATE_POSTGRES_BIN_DIR", "(search)", "Directory holding initdb and postgres; otherwise PATH, then /usr/lib/postgresql/*/bin."},
+	{"TOOLGATE_SIGNUP", "invite", "Who may sign up once the first account exists: open, invite or closed."},
+	{"TOOLGATE_SESSION_LIFETIME", "336h", "Absolute lifetime of a console session."},
+	{"TOOLGATE_SESSION_IDLE_TIMEOUT", "24h", "A session unused for this long ends."},
+	{"TOOLGATE_TRUST_PROXY_HEADERS", "false", "Take the client address from X-Forwarded-For (only behind a proxy you run)."},
+	{"TOOLGATE_DEMO", "false", "Seed the demo organization Acme with workspace Default and an owner account."},
+	{"TOOLGATE_LOG_FORMAT", "json", "Log format: json or text."},
+	{"TOOLGATE_LOG_LEVEL", "info", "Log level: debug, info, warn or error."},
+}
+
+// Load reads the configuration through getenv (os.Getenv in production) and
+// validates it. An error names the variable at fault.
+func Load(getenv func(string) string) (Config, error) {
+	r := reader{getenv: getenv}
+	c := Config{
+		Addr:              r.str("TOOLGATE_ADDR", "127.0.0.1:8080"),
+		DataDir:           r.str("TOOLGATE_DATA_DIR", "./.data"),
+		DatabaseURL:       r.str("DATABASE_URL", ""),
+		MeiliURL:          r.str("MEILI_URL", ""),
+		MeiliMasterKey:    r.str("MEILI_MASTER_KEY", ""),
+		MeiliBin:          r.str("MEILI_BIN", ""),
+		PostgresBinDir:    r.str("TOOLGATE_POSTGRES_BIN_DIR", ""),
+		Signup:            r.oneOf("TOOLGATE_SIGNUP", SignupInvite, SignupOpen, SignupInvite, SignupClosed),
+		SessionLifetime:   r.duration("TOOLGATE_SESSION_LIFETIME", 336*time.Hour),
+		SessionIdleTimeout: r.duration("TOOLGATE_SESSION_IDLE_TIMEOUT", 24*time.Hour),
+		TrustProxyHeaders: r.boolean("TOOLGATE_TRUST_PROXY_HEADERS", false),
+		Demo:              r.boolean("TOOLGATE_DEMO", false),
+		LogFormat:         r.oneOf("TOOLGATE_LOG_FORMAT", "json", "json", "text"),
+		LogLevel:          r.oneOf("TOOLGATE_LOG_LEVEL", "info", "debug", "info", "warn", "error"),
+	}
+	if _, _, err := net.SplitHostPort(c.Addr); err != nil {
+		r.fail("TOOLGATE_ADDR", "must be host:port, e.g. 127.0.0.1:8080")
+	}
+	base := r.str("TOOLGATE_BASE_URL", "")
+	if base == "" {
+		base = "http://" + c.Addr
+	}
+	u, err := url.Parse(base)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		r.fail("TOOLGATE_BASE_URL", "must be an absolute http or https URL")
+		u = &url.URL{Scheme: "http", Host: c.Addr}
+	}
+	u.Path = strings.TrimSuffix(u.Path, "/")
+	c.BaseURL = u
+	if c.DatabaseURL != "" {
+		if _, err := url.Parse(c.DatabaseURL); err != nil || !strings.HasPrefix(c.DatabaseURL, "postgres") {
+			r.fail("DATABASE_URL", "must be a postgres:// or postgresql:// URL")
+		}
+	}
+	if c.MeiliURL != "" {
+		mu, err := url.Parse(c.MeiliURL)
+		if err != nil || (mu.Scheme != "http" && mu.Scheme != "https") || mu.Host == "" {
+			r.fail("MEILI_URL", "must be an absolute http or https URL")
+		}
+		if c.MeiliMasterKey == "" {
+			r.fail("MEILI_MASTER_KEY", "is required when MEILI_URL is set")
+		}
+	}
+	if c.DataDir == "" {
+		r.fail("TOOLGATE_DATA_DIR", "must not be empty")
+	} else if abs, err := filepath.Abs(c.DataDir); err == nil {
+		c.DataDir = abs
+	}
+	if c.SessionIdleTimeout > c.SessionLifetime {
+		r.fail("TOOLGATE_SESSION_IDLE_TIMEOUT", "must not exceed TOOLGATE_SESSION_LIFETIME")
+	}
+	if len(r.errs) > 0 {
+		return Config{}, errors.Join(r.errs...)
+	}
+	return c, nil
+}
+
+type reader struct {
+	getenv func(string) string
+	errs   []error
+}
+
+func (r *reader) fail(name, msg string) {
+	r.errs = append(r.errs, fmt.Errorf("config: %s %s", name, msg))
+}
+
+func (r *reader) str(name, def string) string {
+	if v := strings.TrimSpace(r.getenv(name)); v != "" {
+		return v
+	}
+	return def
+}
+
+func (r *reader) oneOf(name, def string, allowed ...string) string {
+	v := strings.ToLower(r.str(name, def))
+	for _, a := range allowed {
+		if v == a {
+			return v
+		}
+	}
+	r.fail(name, fmt.Sprintf("must be one of %s (got %q)", strings.Join(allowed, ", "), v))
+	return def
+}
+
+func (r *reader) boolean(name string, def bool) bool {
+	v := r.str(name, "")
+	if v == "" {
+		return def
+	}
+	b, err := strconv.ParseBool(v)
+	if err != nil {
+		r.fail(name, fmt.Sprintf("must be true or false (got %q)", v))
+		return def
+	}
+	return b
+}
+
+func (r *reader) duration(name string, def time.Duration) time.Duration {
+	v := r.str(name, "")
+	if v == "" {
+		return def
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil || d <= 0 {
+		r.fail(name, fmt.Sprintf("must be a positive duration such as 90m or 24h (got %q)", v))
+		return def
+	}
+	return d
+}
