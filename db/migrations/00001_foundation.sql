@@ -16,7 +16,7 @@ CREATE TABLE organizations (
     created_at timestamptz NOT NULL DEFAULT now(),
     updated_at timestamptz NOT NULL DEFAULT now()
 );
-CREATE UNIQUE INDEX organizations_name_key ON organizations (lower(name));
+
 
 CREATE TABLE memberships (
     org_id     bigint NOT NULL REFERENCES organizations (id) ON DELETE CASCADE,
@@ -74,7 +74,7 @@ CREATE TABLE signin_failures (
     client_ip text NOT NULL,
     failed_at timestamptz NOT NULL DEFAULT now()
 );
-CREATE INDEX signin_failures_email_idx ON signin_failures (lower(email), failed_at);
+CREATE INDEX signin_failures_email_idx ON signin_failures (email, failed_at);
 CREATE INDEX signin_failures_ip_idx ON signin_failures (client_ip, failed_at);
 
 -- Console sessions (scs pgxstore).

@@ -1,0 +1,123 @@
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/base64"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/alexedwards/scs/pgxstore"
+
+	"github.com/toolgate/toolgate/handlers"
+	"github.com/toolgate/toolgate/internal/tenancy"
+)
+
+// shutdownGrace is how long in-flight requests may finish after a signal.
+const shutdownGrace = 10 * time.Second
+
+func serve(ctx context.Context, args []string, stdout, stderr io.Writer, getenv func(string) string) error {
+	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	// The worker arrives with the registry (Part 3); the flag is accepted now
+	// so deployment files need no change then.
+	fs.Bool("worker", true, "run the background worker in this process")
+	if err := fs.Parse(args); err != nil {
+		return errUsage
+	}
+	a, err := open(ctx, stderr, getenv, true)
+	if err != nil {
+		return err
+	}
+	defer a.close(ctx)
+
+	sessionStore := pgxstore.NewWithCleanupInterval(a.store.Pool(), 30*time.Minute)
+	defer sessionStore.StopCleanup()
+	if a.cfg.Demo {
+		if err := seedDemo(ctx, a, stdout); err != nil {
+			return err
+		}
+	}
+	e := handlers.New(handlers.Deps{
+		Config:   a.cfg,
+		Store:    a.store,
+		Sessions: handlers.NewSessions(a.cfg, sessionStore),
+		Logger:   a.log,
+		Version:  version,
+		Checks: map[string]func(context.Context) error{
+			"postgresql":  a.store.Ping,
+			"meilisearch": a.meiliCheck,
+		},
+	})
+	ln, err := net.Listen("tcp", a.cfg.Addr)
+	if err != nil {
+		return fmt.Errorf("listen on %s (TOOLGATE_ADDR): %w", a.cfg.Addr, err)
+	}
+	srv := &http.Server{
+		Handler:           e,
+		ReadHeaderTimeout: 10 * time.Second,
+		ReadTimeout:       60 * time.Second,
+		IdleTimeout:       120 * time.Second,
+	}
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	a.log.Info("serving", "addr", ln.Addr().String(), "url", a.cfg.BaseURL.String(), "version", version)
+	fmt.Fprintf(stdout, "toolgate %s is ready at %s\n", version, a.cfg.BaseURL.String())
+
+	select {
+	case err := <-errc:
+		return fmt.Errorf("serve: %w", err)
+	case <-ctx.Done():
+	}
+	a.log.Info("shutting down", "grace", shutdownGrace.String())
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), shutdownGrace)
+	defer cancel()
+	if err := srv.Shutdown(sctx); err != nil && !errors.Is(err, context.DeadlineExceeded) {
+		return fmt.Errorf("shutdown: %w", err)
+	}
+	return nil
+}
+
+// seedDemo creates the demo organization once and prints how to sign in.
+// Its generated password lives in the data directory, readable only by its owner.
+func seedDemo(ctx context.Context, a *app, stdout io.Writer) error {
+	file := filepath.Join(a.cfg.DataDir, "demo-password")
+	pw, err := os.ReadFile(file)
+	password := strings.TrimSpace(string(pw))
+	if errors.Is(err, os.ErrNotExist) || password == "" {
+		password = randomPassword()
+		if err := os.MkdirAll(a.cfg.DataDir, 0o755); err != nil {
+			return err
+		}
+		if err := os.WriteFile(file, []byte(password+"\n"), 0o600); err != nil {
+			return fmt.Errorf("save demo password: %w", err)
+		}
+	} else if err != nil {
+		return fmt.Errorf("read demo password: %w", err)
+	}
+	svc := &tenancy.Service{Store: a.store, Signup: a.cfg.Signup}
+	created, err := svc.SeedDemo(ctx, password)
+	if err != nil {
+		return fmt.Errorf("seed demo organization: %w", err)
+	}
+	if created {
+		a.log.Info("seeded demo organization", "org", tenancy.DemoOrgName, "email", tenancy.DemoEmail)
+	}
+	fmt.Fprintf(stdout, "\n  Console:  %s\n  Sign in:  %s\n  Password: %s   (kept in %s)\n\n",
+		a.cfg.BaseURL.String(), tenancy.DemoEmail, password, file)
+	return nil
+}
+
+func randomPassword() string {
+	b := make([]byte, 12)
+	_, _ = rand.Read(b)
+	return base64.RawURLEncoding.EncodeToString(b)
+}

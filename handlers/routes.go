@@ -1,0 +1,113 @@
+package handlers
+
+import (
+	"github.com/labstack/echo/v4"
+	"github.com/labstack/echo/v4/middleware"
+
+	"github.com/toolgate/toolgate/internal/auth"
+)
+
+// routes is the route table.
+func (s *Server) routes(e *echo.Echo) {
+	e.Use(middleware.RequestID(), s.requestLog, middleware.Recover(), securityHeaders(), middleware.BodyLimit("1M"))
+
+	// Operations and assets: no session, no CSRF.
+	e.GET("/healthz", s.healthz)
+	e.GET("/readyz", s.readyz)
+	e.GET("/static/*", s.static)
+	e.GET("/api/v1/openapi.json", s.openAPI)
+
+	app := e.Group("", echo.WrapMiddleware(s.sessions.LoadAndSave), s.errorsInSession, s.csrf())
+
+	// Console: accounts.
+	web := app.Group("", s.sessionUser)
+	web.GET("/", s.home, s.requireUser)
+	web.GET("/signin", s.signInPage)
+	web.POST("/signin", s.signIn)
+	web.GET("/signup", s.signUpPage)
+	web.POST("/signup", s.signUp)
+	web.POST("/signout", s.signOut)
+	web.GET("/invitations/:token", s.invitationPage)
+	web.POST("/invitations/:token", s.acceptInvitation, s.requireUser)
+
+	// Console: personal settings.
+	me := web.Group("/settings", s.requireUser)
+	me.GET("", s.redirectTo("/settings/profile"))
+	me.GET("/profile", s.profilePage)
+	me.POST("/profile", s.updateProfile)
+	me.POST("/password", s.changePassword)
+	me.GET("/tokens", s.tokensPage)
+	me.POST("/tokens", s.createToken)
+	me.POST("/tokens/:id/revoke", s.revokeToken)
+
+	// Console: organizations.
+	web.GET("/orgs", s.orgsPage, s.requireUser)
+	web.GET("/orgs/new", s.newOrgPage, s.requireUser)
+	web.POST("/orgs", s.createOrg, s.requireUser)
+
+	org := web.Group("/o/:org", s.requireUser, s.loadOrg)
+	org.GET("", s.orgHome)
+	org.GET("/settings", s.orgSettingsPage)
+	org.POST("/settings", s.updateOrg, requireRole(auth.Admin))
+	org.POST("/leave", s.leaveOrg)
+	org.GET("/members", s.membersPage)
+	org.POST("/invitations", s.createInvitation, requireRole(auth.Admin))
+	org.POST("/invitations/:id/revoke", s.revokeInvitation, requireRole(auth.Admin))
+	org.POST("/members/:user/role", s.changeRole, requireRole(auth.Admin))
+	org.POST("/members/:user/remove", s.removeMember, requireRole(auth.Admin))
+	org.GET("/workspaces", s.workspacesPage)
+	org.GET("/workspaces/new", s.newWorkspacePage, requireRole(auth.Admin))
+	org.POST("/workspaces", s.createWorkspace, requireRole(auth.Admin))
+
+	ws := org.Group("/w/:ws", s.loadWorkspace)
+	ws.GET("", s.workspaceHome)
+	ws.GET("/settings", s.workspaceSettingsPage)
+	ws.POST("/settings", s.updateWorkspace, requireRole(auth.Admin))
+	ws.POST("/delete", s.deleteWorkspace, requireRole(auth.Admin))
+	ws.GET("/:section", s.comingSoon)
+
+	// JSON API: session or personal access token.
+	api := app.Group("/api/v1", s.apiUser, s.requireUser)
+	api.GET("/me", s.apiMe)
+	api.PATCH("/me", s.apiUpdateMe)
+	api.PUT("/me/password", s.apiChangePassword)
+	api.GET("/me/tokens", s.apiTokens)
+	api.POST("/me/tokens", s.apiCreateToken)
+	api.DELETE("/me/tokens/:id", s.apiRevokeToken)
+	api.POST("/invitations/accept", s.apiAcceptInvitation)
+	api.GET("/orgs", s.apiOrgs)
+	api.POST("/orgs", s.apiCreateOrg)
+
+	apiOrg := api.Group("/orgs/:org", s.loadOrg)
+	apiOrg.GET("", s.apiOrg)
+	apiOrg.PATCH("", s.apiUpdateOrg, requireRole(auth.Admin))
+	apiOrg.GET("/members", s.apiMembers)
+	apiOrg.PATCH("/members/:user", s.apiChangeRole, requireRole(auth.Admin))
+	apiOrg.DELETE("/members/:user", s.apiRemoveMember)
+	apiOrg.GET("/invitations", s.apiInvitations, requireRole(auth.Admin))
+	apiOrg.POST("/invitations", s.apiCreateInvitation, requireRole(auth.Admin))
+	apiOrg.DELETE("/invitations/:id", s.apiRevokeInvitation, requireRole(auth.Admin))
+	apiOrg.GET("/workspaces", s.apiWorkspaces)
+	apiOrg.POST("/workspaces", s.apiCreateWorkspace, requireRole(auth.Admin))
+
+	apiWS := apiOrg.Group("/workspaces/:ws", s.loadWorkspace)
+	apiWS.GET("", s.apiWorkspace)
+	apiWS.PATCH("", s.apiUpdateWorkspace, requireRole(auth.Admin))
+	apiWS.DELETE("", s.apiDeleteWorkspace, requireRole(auth.Admin))
+}
+
+// errorsInSession renders errors while the session is still loaded, so an
+// error page knows who is signed in and a flash survives.
+func (s *Server) errorsInSession(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		if err := next(c); err != nil {
+			c.Error(err)
+		}
+		return nil
+	}
+}
+
+// redirectTo answers with a permanent redirect to a fixed path.
+func (s *Server) redirectTo(to string) echo.HandlerFunc {
+	return func(c echo.Context) error { return c.Redirect(301, to) }
+}

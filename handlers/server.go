@@ -1,0 +1,79 @@
+// Package handlers is toolgate's HTTP layer: console pages and the /api/v1
+// JSON API over the same internal calls. routes.go is the route table.
+package handlers
+
+import (
+	"context"
+	"log/slog"
+	"net/http"
+
+	"github.com/alexedwards/scs/v2"
+	"github.com/labstack/echo/v4"
+
+	"github.com/toolgate/toolgate/db"
+	"github.com/toolgate/toolgate/internal/auth"
+	"github.com/toolgate/toolgate/internal/config"
+	"github.com/toolgate/toolgate/internal/tenancy"
+)
+
+// Deps is everything the HTTP layer needs, built by cmd/toolgate.
+type Deps struct {
+	Config   config.Config
+	Store    *db.Store
+	Sessions *scs.SessionManager
+	Logger   *slog.Logger
+	// Checks are the readiness checks /readyz runs, by name.
+	Checks  map[string]func(context.Context) error
+	Version string
+}
+
+// Server holds the handlers' shared state.
+type Server struct {
+	cfg      config.Config
+	store    *db.Store
+	sessions *scs.SessionManager
+	log      *slog.Logger
+	auth     *auth.Authenticator
+	tenancy  *tenancy.Service
+	checks   map[string]func(context.Context) error
+	version  string
+}
+
+// New builds the Echo instance with every route and middleware.
+func New(d Deps) *echo.Echo {
+	s := &Server{
+		cfg:      d.Config,
+		store:    d.Store,
+		sessions: d.Sessions,
+		log:      d.Logger,
+		auth:     &auth.Authenticator{Store: d.Store, Throttle: auth.DefaultThrottle},
+		tenancy:  &tenancy.Service{Store: d.Store, Signup: d.Config.Signup},
+		checks:   d.Checks,
+		version:  d.Version,
+	}
+	e := echo.New()
+	e.HideBanner = true
+	e.HidePort = true
+	e.HTTPErrorHandler = s.handleError
+	if d.Config.TrustProxyHeaders {
+		e.IPExtractor = echo.ExtractIPFromXFFHeader()
+	} else {
+		e.IPExtractor = echo.ExtractIPDirect()
+	}
+	s.routes(e)
+	return e
+}
+
+// NewSessions configures the console's session manager over PostgreSQL.
+func NewSessions(cfg config.Config, store scs.Store) *scs.SessionManager {
+	sm := scs.New()
+	sm.Store = store
+	sm.Lifetime = cfg.SessionLifetime
+	sm.IdleTimeout = cfg.SessionIdleTimeout
+	sm.Cookie.Name = "toolgate_session"
+	sm.Cookie.HttpOnly = true
+	sm.Cookie.SameSite = http.SameSiteLaxMode
+	sm.Cookie.Secure = cfg.SecureCookies()
+	sm.Cookie.Persist = true
+	return sm
+}

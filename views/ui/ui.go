@@ -1,0 +1,65 @@
+// Package ui holds the console's shared parts: form fields, empty states,
+// page headings and badges.
+package ui
+
+import "strconv"
+
+// Input describes one form field.
+type Input struct {
+	Name         string
+	Label        string
+	Type         string // text, email, password, number
+	Value        string
+	Hint         string
+	Error        string
+	Autocomplete string
+	Required     bool
+	Autofocus    bool
+	MaxLength    int
+	Placeholder  string
+	Pattern      string
+}
+
+func (in Input) id() string { return "f-" + in.Name }
+
+func (in Input) typ() string {
+	if in.Type == "" {
+		return "text"
+	}
+	return in.Type
+}
+
+func (in Input) maxLength() string {
+	if in.MaxLength == 0 {
+		return ""
+	}
+	return strconv.Itoa(in.MaxLength)
+}
+
+func (in Input) describedBy() string {
+	switch {
+	case in.Error != "":
+		return in.id() + "-error"
+	case in.Hint != "":
+		return in.id() + "-hint"
+	}
+	return ""
+}
+
+// Option is one choice of a select.
+type Option struct {
+	Value string
+	Label string
+}
+
+// Select describes a select field.
+type Select struct {
+	Name    string
+	Label   string
+	Value   string
+	Options []Option
+	Hint    string
+	Error   string
+}
+
+func (s Select) id() string { return "f-" + s.Name }

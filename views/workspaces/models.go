@@ -1,0 +1,77 @@
+// Package workspaces renders workspace lists, homes and settings.
+package workspaces
+
+import (
+	"time"
+
+	"github.com/toolgate/toolgate/internal/validation"
+	"github.com/toolgate/toolgate/views/layout"
+)
+
+// ListPage lists an organization's workspaces.
+type ListPage struct {
+	Meta       layout.Meta
+	Workspaces []Row
+}
+
+// Row is one workspace in the list.
+type Row struct {
+	Slug      string
+	Name      string
+	CreatedAt time.Time
+}
+
+// Form is the state of the create or rename form.
+type Form struct {
+	CSRF   string
+	Action string
+	Name   string
+	Slug   string
+	Errors validation.Errors
+}
+
+// NewPage creates a workspace.
+type NewPage struct {
+	Meta layout.Meta
+	Form Form
+}
+
+// HomePage is a workspace's overview.
+type HomePage struct {
+	Meta layout.Meta
+}
+
+// SettingsPage renames or deletes a workspace.
+type SettingsPage struct {
+	Meta    layout.Meta
+	Form    Form
+	Delete  DeleteForm
+	CanEdit bool
+}
+
+// DeleteForm is the typed-confirmation delete form.
+type DeleteForm struct {
+	CSRF    string
+	Action  string
+	Slug    string
+	Confirm string
+	Error   string
+}
+
+// SoonPage is a workspace section that a later release fills.
+type SoonPage struct {
+	Meta  layout.Meta
+	Title string
+	What  string
+}
+
+// SectionBlurbs say what each coming section will do.
+var SectionBlurbs = map[string]string{
+	"sources":     "Register MCP servers, OpenAPI specs and GraphQL endpoints as tool sources.",
+	"tools":       "Search the tools of every source this workspace sees, read their schemas and try them.",
+	"credentials": "Attach encrypted credentials to sources, per account, workspace or organization.",
+	"policies":    "Allow, deny or hold tool calls for approval with ordered rules.",
+	"approvals":   "Approve or deny tool calls that policies hold for a person.",
+	"activity":    "Every tool call, who made it and what came back.",
+	"api-keys":    "Workspace API keys that agents use to reach the MCP endpoint.",
+}
