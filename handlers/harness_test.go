@@ -1,0 +1,193 @@
+package handlers_test
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/cookiejar"
+	"net/http/httptest"
+	"net/url"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/alexedwards/scs/pgxstore"
+	"github.com/jmoiron/sqlx"
+	"github.com/labstack/echo/v4"
+
+	"github.com/toolgate/toolgate/db"
+	"github.com/toolgate/toolgate/handlers"
+	"github.com/toolgate/toolgate/internal/config"
+	"github.com/toolgate/toolgate/internal/tenancy"
+	"github.com/toolgate/toolgate/internal/testenv"
+)
+
+func TestMain(m *testing.M) { testenv.Main(m) }
+
+// password is every fixture account's password.
+const password = "correct horse battery"
+
+// env is a real toolgate over a private database, served by httptest.
+type env struct {
+	t       *testing.T
+	srv     *httptest.Server
+	echo    *echo.Echo
+	store   *db.Store
+	tenancy *tenancy.Service
+}
+
+// newEnv starts toolgate on a fresh database; vars override configuration.
+func newEnv(t *testing.T, vars map[string]string) *env {
+	t.Helper()
+	ctx := context.Background()
+	store, err := db.Open(ctx, testenv.DatabaseURL(t))
+	if err != nil {
+		t.Fatalf("open database: %v", err)
+	}
+	t.Cleanup(store.Close)
+	cfg, err := config.Load(func(k string) string { return vars[k] })
+	if err != nil {
+		t.Fatalf("config: %v", err)
+	}
+	sessions := pgxstore.NewWithCleanupInterval(store.Pool(), 0)
+	e := handlers.New(handlers.Deps{
+		Config: cfg, Store: store, Sessions: handlers.NewSessions(cfg, sessions),
+		Logger: testLogger(t), Version: "test",
+		Checks: map[string]func(context.Context) error{"postgresql": store.Ping},
+	})
+	srv := httptest.NewServer(e)
+	t.Cleanup(srv.Close)
+	return &env{t: t, srv: srv, echo: e, store: store, tenancy: &tenancy.Service{Store: store, Signup: cfg.Signup}}
+}
+
+// account creates a user, optionally owning a new organization.
+func (e *env) account(email, org string) db.User {
+	e.t.Helper()
+	u, _, err := e.tenancy.CreateAccount(context.Background(), email, "", password, org)
+	if err != nil {
+		e.t.Fatalf("create account %s: %v", email, err)
+	}
+	return u
+}
+
+// join adds a user to an organization with a role.
+func (e *env) join(u db.User, orgSlug, role string) {
+	e.t.Helper()
+	ctx := context.Background()
+	var orgID int64
+	err := e.store.InTx(ctx, func(tx *sqlx.Tx) error {
+		if err := tx.GetContext(ctx, &orgID, `SELECT id FROM organizations WHERE slug = $1`, orgSlug); err != nil {
+			return err
+		}
+		return db.AddMember(ctx, tx, orgID, u.ID, role)
+	})
+	if err != nil {
+		e.t.Fatalf("join %s to %s: %v", u.Email, orgSlug, err)
+	}
+}
+
+// client is a browser-like client: a cookie jar, no automatic redirects.
+type client struct {
+	e    *env
+	http *http.Client
+	// token, when set, is sent as a bearer token.
+	token string
+}
+
+func (e *env) anon() *client {
+	jar, _ := cookiejar.New(nil)
+	c := &client{e: e, http: &http.Client{Jar: jar, Timeout: 30 * time.Second,
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}}
+	c.get("/healthz") // any page sets no cookie; the CSRF cookie comes with the first app page
+	c.get("/signin")
+	return c
+}
+
+// signIn returns a client signed in through the real sign-in route.
+func (e *env) signIn(email string) *client {
+	e.t.Helper()
+	c := e.anon()
+	res := c.post("/signin", url.Values{"email": {email}, "password": {password}}, false)
+	if res.status != http.StatusSeeOther {
+		e.t.Fatalf("sign in %s: status %d: %s", email, res.status, res.body)
+	}
+	return c
+}
+
+// csrf is the token the server expects back: the value of its cookie.
+func (c *client) csrf() string {
+	u, _ := url.Parse(c.e.srv.URL)
+	for _, ck := range c.http.Jar.Cookies(u) {
+		if ck.Name == "toolgate_csrf" {
+			return ck.Value
+		}
+	}
+	return ""
+}
+
+type response struct {
+	status int
+	header http.Header
+	body   string
+}
+
+func (r response) json(t *testing.T, v any) {
+	t.Helper()
+	if err := json.Unmarshal([]byte(r.body), v); err != nil {
+		t.Fatalf("decode %q: %v", r.body, err)
+	}
+}
+
+func (c *client) do(method, path string, body io.Reader, contentType string, htmx bool) response {
+	c.e.t.Helper()
+	req, err := http.NewRequest(method, c.e.srv.URL+path, body)
+	if err != nil {
+		c.e.t.Fatal(err)
+	}
+	if contentType != "" {
+		req.Header.Set("Content-Type", contentType)
+	}
+	if htmx {
+		req.Header.Set("HX-Request", "true")
+	}
+	if c.token != "" {
+		req.Header.Set("Authorization", "Bearer "+c.token)
+	} else if method != http.MethodGet {
+		req.Header.Set("X-CSRF-Token", c.csrf())
+	}
+	res, err := c.http.Do(req)
+	if err != nil {
+		c.e.t.Fatalf("%s %s: %v", method, path, err)
+	}
+	defer res.Body.Close()
+	b, _ := io.ReadAll(res.Body)
+	return response{status: res.StatusCode, header: res.Header, body: string(b)}
+}
+
+func (c *client) get(path string) response { return c.do(http.MethodGet, path, nil, "", false) }
+
+// post sends a form with the CSRF token, as a browser form would.
+func (c *client) post(path string, form url.Values, htmx bool) response {
+	if form == nil {
+		form = url.Values{}
+	}
+	if form.Get("_csrf") == "" {
+		form.Set("_csrf", c.csrf())
+	}
+	return c.do(http.MethodPost, path, strings.NewReader(form.Encode()), "application/x-www-form-urlencoded", htmx)
+}
+
+// api sends JSON to the API.
+func (c *client) api(method, path string, body any) response {
+	var r io.Reader
+	ct := ""
+	if body != nil {
+		b, err := json.Marshal(body)
+		if err != nil {
+			c.e.t.Fatal(err)
+		}
+		r, ct = strings.NewReader(string(b)), "application/json"
+	}
+	return c.do(method, path, r, ct, false)
+}
