@@ -123,7 +123,7 @@ func (s *Server) prepareSignUp(c echo.Context, p *account.SignUpPage, invite str
 		if err != nil {
 			p.Error = err.Error()
 		} else {
-			p.Mode = "invite"
+			p.Mode = "invited"
 			p.Invite = &account.InviteInfo{Token: invite, OrgName: inv.OrgName, Email: inv.Email, Role: inv.Role}
 		}
 	}

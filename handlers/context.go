@@ -16,7 +16,12 @@ const (
 	ctxOrg       = "toolgate.org"
 	ctxWorkspace = "toolgate.workspace"
 	ctxLogger    = "toolgate.logger"
+	ctxSession   = "toolgate.session"
 )
+
+// hasSession reports whether the request passed the session middleware;
+// routes outside it (assets, health) have none to read.
+func hasSession(c echo.Context) bool { return c.Get(ctxSession) == true }
 
 // userOf returns the signed-in user; ok is false for anonymous requests.
 func userOf(c echo.Context) (db.User, bool) {

@@ -117,6 +117,9 @@ func (e *env) signIn(email string) *client {
 
 // csrf is the token the server expects back: the value of its cookie.
 func (c *client) csrf() string {
+	if c.http.Jar == nil {
+		return ""
+	}
 	u, _ := url.Parse(c.e.srv.URL)
 	for _, ck := range c.http.Jar.Cookies(u) {
 		if ck.Name == "toolgate_csrf" {

@@ -66,7 +66,11 @@ func (s *Server) popFlash(ctx context.Context) *layout.Flash {
 // current organization's workspaces and the flash message.
 func (s *Server) meta(c echo.Context, title, section string) (layout.Meta, error) {
 	ctx := c.Request().Context()
-	m := layout.Meta{Title: title, Section: section, CSRF: csrfToken(c), Flash: s.popFlash(ctx)}
+	m := layout.Meta{Title: title, Section: section, CSRF: csrfToken(c)}
+	if !hasSession(c) {
+		return m, nil
+	}
+	m.Flash = s.popFlash(ctx)
 	u, ok := userOf(c)
 	if !ok {
 		return m, nil

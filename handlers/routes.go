@@ -100,6 +100,7 @@ func (s *Server) routes(e *echo.Echo) {
 // error page knows who is signed in and a flash survives.
 func (s *Server) errorsInSession(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
+		c.Set(ctxSession, true)
 		if err := next(c); err != nil {
 			c.Error(err)
 		}

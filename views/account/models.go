@@ -19,7 +19,7 @@ type SignInPage struct {
 }
 
 // SignUpPage is the sign-up form. Mode is "first" (empty instance), "open",
-// "invite" (with Invite set) or "closed".
+// "invited" (with Invite set) or "closed".
 type SignUpPage struct {
 	Meta    layout.Meta
 	Mode    string

@@ -1,0 +1,262 @@
+package handlers_test
+
+import (
+	"context"
+	"net/http"
+	"net/url"
+	"strings"
+	"testing"
+)
+
+func TestMembersRolesAndTheLastOwner(t *testing.T) {
+	f := newFixture(t)
+	ids := map[string]int64{}
+	var members struct {
+		Data []struct {
+			UserID int64 `json:"user_id"`
+			Email  string
+			Role   string
+		}
+	}
+	f.owner.api("GET", "/api/v1/orgs/acme/members", nil).json(t, &members)
+	for _, m := range members.Data {
+		ids[m.Email] = m.UserID
+	}
+	ownerID, adminID, memberID, viewerID := ids["owner@acme.test"], ids["admin@acme.test"], ids["member@acme.test"], ids["viewer@acme.test"]
+
+	// The last owner can be neither demoted nor removed, nor leave.
+	res := f.owner.post("/o/acme/members/"+itoa(ownerID)+"/role", url.Values{"role": {"admin"}}, true)
+	if res.status != 422 || !strings.Contains(res.body, "The last owner cannot be demoted") {
+		t.Fatalf("demote last owner (htmx): %d %s", res.status, excerpt(res.body))
+	}
+	if res := f.owner.api("PATCH", "/api/v1/orgs/acme/members/"+itoa(ownerID), map[string]any{"role": "viewer"}); res.status != 422 {
+		t.Fatalf("demote last owner (API): %d", res.status)
+	}
+	if res := f.owner.api("DELETE", "/api/v1/orgs/acme/members/"+itoa(ownerID), nil); res.status != 409 || !strings.Contains(res.body, "last_owner") {
+		t.Fatalf("last owner leaves (API): %d %s", res.status, res.body)
+	}
+
+	// Admins manage members and viewers, but neither owners nor the owner role.
+	if res := f.admin.api("PATCH", "/api/v1/orgs/acme/members/"+itoa(ownerID), map[string]any{"role": "member"}); res.status != 403 {
+		t.Fatalf("admin demotes owner: %d", res.status)
+	}
+	if res := f.admin.api("PATCH", "/api/v1/orgs/acme/members/"+itoa(memberID), map[string]any{"role": "owner"}); res.status != 403 {
+		t.Fatalf("admin grants owner: %d", res.status)
+	}
+	if res := f.admin.api("DELETE", "/api/v1/orgs/acme/members/"+itoa(ownerID), nil); res.status != 403 {
+		t.Fatalf("admin removes owner: %d", res.status)
+	}
+	// Members cannot remove others.
+	if res := f.member.api("DELETE", "/api/v1/orgs/acme/members/"+itoa(viewerID), nil); res.status != 403 {
+		t.Fatalf("member removes viewer: %d", res.status)
+	}
+	// A role change through htmx swaps the row in place.
+	res = f.admin.post("/o/acme/members/"+itoa(viewerID)+"/role", url.Values{"role": {"member"}}, true)
+	if res.status != 200 || !strings.Contains(res.body, `id="member-`+itoa(viewerID)+`"`) || strings.Contains(res.body, "<html") {
+		t.Fatalf("role change fragment: %d %s", res.status, excerpt(res.body))
+	}
+	// With a second owner the first may step down.
+	if res := f.owner.api("PATCH", "/api/v1/orgs/acme/members/"+itoa(adminID), map[string]any{"role": "owner"}); res.status != 200 {
+		t.Fatalf("owner promotes admin: %d %s", res.status, res.body)
+	}
+	if res := f.owner.api("PATCH", "/api/v1/orgs/acme/members/"+itoa(ownerID), map[string]any{"role": "admin"}); res.status != 200 {
+		t.Fatalf("owner steps down: %d %s", res.status, res.body)
+	}
+	// A removed member loses access at once.
+	if res := f.admin.post("/o/acme/members/"+itoa(memberID)+"/remove", nil, true); res.status != 200 {
+		t.Fatalf("remove member: %d %s", res.status, res.body)
+	}
+	if res := f.member.get("/o/acme/w/default"); res.status != 404 {
+		t.Fatalf("removed member still sees the workspace: %d", res.status)
+	}
+	// Anyone may leave.
+	if res := f.viewer.post("/o/acme/leave", nil, false); res.status != 303 {
+		t.Fatalf("viewer leaves: %d", res.status)
+	}
+	if res := f.viewer.api("GET", "/api/v1/orgs/acme", nil); res.status != 404 {
+		t.Fatalf("after leaving: %d", res.status)
+	}
+}
+
+func TestOrganizationsAndWorkspaces(t *testing.T) {
+	f := newFixture(t)
+	// Create a second organization and switch between them.
+	res := f.admin.post("/orgs", url.Values{"name": {"Side Project"}}, false)
+	if res.status != 303 || res.header.Get("Location") != "/o/side-project" {
+		t.Fatalf("create org: %d %q", res.status, res.header.Get("Location"))
+	}
+	page := f.admin.get("/o/side-project/w/default")
+	if !strings.Contains(page.body, `data-testid="switch-org-acme"`) || !strings.Contains(page.body, `data-testid="switch-org-side-project"`) {
+		t.Fatal("the organization switcher lacks an organization")
+	}
+	if res := f.admin.get("/"); res.header.Get("Location") != "/o/side-project" {
+		t.Fatalf("home opens the last organization, got %q", res.header.Get("Location"))
+	}
+	if res := f.admin.api("POST", "/api/v1/orgs", map[string]any{"name": "Other", "slug": "side-project"}); res.status != 422 || !strings.Contains(res.body, "taken") {
+		t.Fatalf("taken slug: %d %s", res.status, res.body)
+	}
+	// Rename keeps the form's values on error and changes URLs on success.
+	res = f.owner.post("/o/acme/settings", url.Values{"name": {"Acme <Corp>"}, "slug": {"acme"}}, true)
+	if res.status != 422 || !strings.Contains(res.body, "Acme &lt;Corp&gt;") || !strings.Contains(res.body, "Use letters, digits") {
+		t.Fatalf("bad rename: %d %s", res.status, excerpt(res.body))
+	}
+	long := strings.Repeat("a", 81)
+	if res := f.owner.api("PATCH", "/api/v1/orgs/acme", map[string]any{"name": long}); res.status != 422 || !strings.Contains(res.body, "at most 80") {
+		t.Fatalf("long name: %d %s", res.status, res.body)
+	}
+
+	// Workspaces: create with a derived slug, refuse duplicates, rename, delete with typed confirmation.
+	res = f.admin.post("/o/acme/workspaces", url.Values{"name": {"Data Team"}}, true)
+	if res.header.Get("HX-Redirect") != "/o/acme/w/data-team" {
+		t.Fatalf("create workspace: %d %q %s", res.status, res.header.Get("HX-Redirect"), excerpt(res.body))
+	}
+	res = f.admin.post("/o/acme/workspaces", url.Values{"name": {"data team"}, "slug": {"other"}}, true)
+	if res.status != 422 || !strings.Contains(res.body, "A workspace with this name exists.") {
+		t.Fatalf("duplicate workspace name: %d %s", res.status, excerpt(res.body))
+	}
+	if res := f.admin.api("POST", "/api/v1/orgs/acme/workspaces", map[string]any{"name": "Another", "slug": "data-team"}); res.status != 422 || !strings.Contains(res.body, `"slug"`) {
+		t.Fatalf("duplicate workspace slug: %d %s", res.status, res.body)
+	}
+	res = f.admin.post("/o/acme/w/data-team/settings", url.Values{"name": {"Data"}, "slug": {"data"}}, false)
+	if res.header.Get("Location") != "/o/acme/w/data/settings" {
+		t.Fatalf("rename workspace: %d %q", res.status, res.header.Get("Location"))
+	}
+	res = f.admin.post("/o/acme/w/data/delete", url.Values{"confirm": {"Data"}}, true)
+	if res.status != 422 || !strings.Contains(res.body, "Type data to confirm.") {
+		t.Fatalf("delete without the exact slug: %d %s", res.status, excerpt(res.body))
+	}
+	res = f.admin.post("/o/acme/w/data/delete", url.Values{"confirm": {"data"}}, false)
+	if res.status != 303 || f.admin.get("/o/acme/w/data").status != 404 {
+		t.Fatalf("delete workspace: %d", res.status)
+	}
+	// The same names in another organization do not collide.
+	if res := f.outsider.api("POST", "/api/v1/orgs/globex/workspaces", map[string]any{"name": "Data"}); res.status != 201 {
+		t.Fatalf("same name in another org: %d %s", res.status, res.body)
+	}
+}
+
+func TestPersonalAccessTokens(t *testing.T) {
+	f := newFixture(t)
+	// Created in the console and shown exactly once.
+	res := f.member.post("/settings/tokens", url.Values{"name": {"ci"}, "expires_in_days": {"30"}}, false)
+	if res.status != 303 {
+		t.Fatalf("create token: %d %s", res.status, excerpt(res.body))
+	}
+	page := f.member.get("/settings/tokens")
+	start := strings.Index(page.body, `data-testid="token-value">`)
+	if start < 0 {
+		t.Fatal("the new token is not shown")
+	}
+	value := page.body[start+len(`data-testid="token-value">`):]
+	value = value[:strings.IndexByte(value, '<')]
+	if !strings.HasPrefix(value, "tgp_") {
+		t.Fatalf("token value %q", value)
+	}
+	if again := f.member.get("/settings/tokens"); strings.Contains(again.body, value) {
+		t.Fatal("the token was shown twice")
+	}
+	bearer := &client{e: f.env, http: http.DefaultClient, token: value}
+	var me struct{ Email string }
+	bearer.api("GET", "/api/v1/me", nil).json(t, &me)
+	if me.Email != "member@acme.test" {
+		t.Fatalf("token acts as %q", me.Email)
+	}
+	// Token requests need no CSRF token; they still respect roles.
+	if res := bearer.api("POST", "/api/v1/orgs/acme/workspaces", map[string]any{"name": "X"}); res.status != 403 {
+		t.Fatalf("member token creates workspace: %d", res.status)
+	}
+	var list struct {
+		Data []struct {
+			ID         int64
+			Prefix     string
+			LastUsedAt *string `json:"last_used_at"`
+			ExpiresAt  *string `json:"expires_at"`
+		}
+	}
+	bearer.api("GET", "/api/v1/me/tokens", nil).json(t, &list)
+	if len(list.Data) != 1 || list.Data[0].LastUsedAt == nil || list.Data[0].ExpiresAt == nil || !strings.HasPrefix(value, list.Data[0].Prefix) {
+		t.Fatalf("token list: %+v", list)
+	}
+	if strings.Contains(bearer.api("GET", "/api/v1/me/tokens", nil).body, value) {
+		t.Fatal("the token list exposes the token")
+	}
+	// Revoked: 401 at once, with WWW-Authenticate.
+	if res := f.member.post("/settings/tokens/"+itoa(list.Data[0].ID)+"/revoke", nil, false); res.status != 303 {
+		t.Fatalf("revoke: %d", res.status)
+	}
+	if res := bearer.api("GET", "/api/v1/me", nil); res.status != 401 || !strings.Contains(res.header.Get("WWW-Authenticate"), "Bearer") {
+		t.Fatalf("revoked token: %d %q", res.status, res.header.Get("WWW-Authenticate"))
+	}
+	// Expired: 401.
+	expiring := tokenClient(t, f.env, "viewer@acme.test")
+	if _, err := f.store.Pool().Exec(context.Background(), `UPDATE personal_access_tokens SET expires_at = now() - interval '1 second'`); err != nil {
+		t.Fatal(err)
+	}
+	if res := expiring.api("GET", "/api/v1/me", nil); res.status != 401 {
+		t.Fatalf("expired token: %d", res.status)
+	}
+	// Malformed credentials: 401 even with a valid session cookie alongside.
+	for _, h := range []string{"Bearer tgp_nope", "Basic Zm9vOmJhcg==", "Bearer "} {
+		req, _ := http.NewRequest("GET", f.srv.URL+"/api/v1/me", nil)
+		req.Header.Set("Authorization", h)
+		res, err := f.member.http.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res.Body.Close()
+		if res.StatusCode != 401 {
+			t.Errorf("Authorization %q: %d", h, res.StatusCode)
+		}
+	}
+	if strings.Contains(logsOf(t), value) {
+		t.Fatal("a token reached the log")
+	}
+}
+
+func TestAPIRefusesMalformedBodies(t *testing.T) {
+	f := newFixture(t)
+	tok := tokenClient(t, f.env, "owner@acme.test")
+	cases := []struct {
+		name, body, contentType string
+		want                    int
+		code                    string
+	}{
+		{"unknown field", `{"name":"X","colour":"red"}`, "application/json", 400, "bad_request"},
+		{"not JSON", `{"name":`, "application/json", 400, "bad_request"},
+		{"wrong type", `{"name":42}`, "application/json", 400, "bad_request"},
+		{"trailing data", `{"name":"X"} {}`, "application/json", 400, "bad_request"},
+		{"empty", ``, "application/json", 400, "bad_request"},
+		{"form instead of JSON", `name=X`, "application/x-www-form-urlencoded", 415, "unsupported_media_type"},
+		{"too large", `{"name":"` + strings.Repeat("x", 2<<20) + `"}`, "application/json", 413, "too_large"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			res := tok.do("POST", "/api/v1/orgs/acme/workspaces", strings.NewReader(tc.body), tc.contentType, false)
+			if res.status != tc.want || !strings.Contains(res.body, `"code":"`+tc.code+`"`) {
+				t.Fatalf("status %d body %s, want %d %s", res.status, excerpt(res.body), tc.want, tc.code)
+			}
+		})
+	}
+	var ws struct{ Data []struct{ Slug string } }
+	tok.api("GET", "/api/v1/orgs/acme/workspaces", nil).json(t, &ws)
+	if len(ws.Data) != 1 {
+		t.Fatalf("a malformed request created a workspace: %+v", ws)
+	}
+}
+
+func TestStaticAssetsAreFingerprintedAndCached(t *testing.T) {
+	e := newEnv(t, nil)
+	page := e.anon().get("/signup")
+	i := strings.Index(page.body, `/static/css/app.`)
+	if i < 0 {
+		t.Fatal("no stylesheet link")
+	}
+	href := page.body[i : i+strings.IndexByte(page.body[i:], '"')]
+	res := e.anon().get(href)
+	if res.status != 200 || !strings.Contains(res.header.Get("Cache-Control"), "immutable") || !strings.Contains(res.header.Get("Content-Type"), "text/css") {
+		t.Fatalf("%s: %d %v", href, res.status, res.header)
+	}
+	if res := e.anon().get("/static/css/app.0000000000.css"); res.status != 404 {
+		t.Fatalf("stale fingerprint: %d", res.status)
+	}
+}
