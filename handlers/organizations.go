@@ -174,4 +174,3 @@ func (s *Server) apiUpdateOrg(c echo.Context) error {
 	}
 	return c.JSON(http.StatusOK, toOrgJSON(org, o.Role))
 }
-

@@ -95,20 +95,20 @@ var Vars = []Var{
 func Load(getenv func(string) string) (Config, error) {
 	r := reader{getenv: getenv}
 	c := Config{
-		Addr:              r.str("TOOLGATE_ADDR", "127.0.0.1:8080"),
-		DataDir:           r.str("TOOLGATE_DATA_DIR", "./.data"),
-		DatabaseURL:       r.str("DATABASE_URL", ""),
-		MeiliURL:          r.str("MEILI_URL", ""),
-		MeiliMasterKey:    r.str("MEILI_MASTER_KEY", ""),
-		MeiliBin:          r.str("MEILI_BIN", ""),
-		PostgresBinDir:    r.str("TOOLGATE_POSTGRES_BIN_DIR", ""),
-		Signup:            r.oneOf("TOOLGATE_SIGNUP", SignupInvite, SignupOpen, SignupInvite, SignupClosed),
-		SessionLifetime:   r.duration("TOOLGATE_SESSION_LIFETIME", 336*time.Hour),
+		Addr:               r.str("TOOLGATE_ADDR", "127.0.0.1:8080"),
+		DataDir:            r.str("TOOLGATE_DATA_DIR", "./.data"),
+		DatabaseURL:        r.str("DATABASE_URL", ""),
+		MeiliURL:           r.str("MEILI_URL", ""),
+		MeiliMasterKey:     r.str("MEILI_MASTER_KEY", ""),
+		MeiliBin:           r.str("MEILI_BIN", ""),
+		PostgresBinDir:     r.str("TOOLGATE_POSTGRES_BIN_DIR", ""),
+		Signup:             r.oneOf("TOOLGATE_SIGNUP", SignupInvite, SignupOpen, SignupInvite, SignupClosed),
+		SessionLifetime:    r.duration("TOOLGATE_SESSION_LIFETIME", 336*time.Hour),
 		SessionIdleTimeout: r.duration("TOOLGATE_SESSION_IDLE_TIMEOUT", 24*time.Hour),
-		TrustProxyHeaders: r.boolean("TOOLGATE_TRUST_PROXY_HEADERS", false),
-		Demo:              r.boolean("TOOLGATE_DEMO", false),
-		LogFormat:         r.oneOf("TOOLGATE_LOG_FORMAT", "json", "json", "text"),
-		LogLevel:          r.oneOf("TOOLGATE_LOG_LEVEL", "info", "debug", "info", "warn", "error"),
+		TrustProxyHeaders:  r.boolean("TOOLGATE_TRUST_PROXY_HEADERS", false),
+		Demo:               r.boolean("TOOLGATE_DEMO", false),
+		LogFormat:          r.oneOf("TOOLGATE_LOG_FORMAT", "json", "json", "text"),
+		LogLevel:           r.oneOf("TOOLGATE_LOG_LEVEL", "info", "debug", "info", "warn", "error"),
 	}
 	if _, _, err := net.SplitHostPort(c.Addr); err != nil {
 		r.fail("TOOLGATE_ADDR", "must be host:port, e.g. 127.0.0.1:8080")
