@@ -260,7 +260,7 @@ func (s *Server) updateProfile(c echo.Context) error {
 func (s *Server) changePassword(c echo.Context) error {
 	u := mustUser(c)
 	in := tenancy.PasswordInput{Current: c.FormValue("current_password"), New: c.FormValue("new_password"), Confirm: c.FormValue("confirm_password")}
-	err := s.tenancy.ChangePassword(c.Request().Context(), u, in)
+	err := s.tenancy.ChangePassword(c.Request().Context(), u, in, c.RealIP())
 	var problems validation.Errors
 	if errors.As(err, &problems) {
 		return s.renderProfile(c, http.StatusUnprocessableEntity, account.ProfilePage{Email: u.Email, Name: u.Name, PasswordErrors: problems}, true)
@@ -324,7 +324,7 @@ func (s *Server) apiChangePassword(c echo.Context) error {
 	if in.Confirm == "" {
 		in.Confirm = in.New // the API has no second field to type
 	}
-	if err := s.tenancy.ChangePassword(c.Request().Context(), mustUser(c), in); err != nil {
+	if err := s.tenancy.ChangePassword(c.Request().Context(), mustUser(c), in, c.RealIP()); err != nil {
 		return err
 	}
 	return c.NoContent(http.StatusNoContent)

@@ -260,3 +260,59 @@ func TestStaticAssetsAreFingerprintedAndCached(t *testing.T) {
 		t.Fatalf("stale fingerprint: %d", res.status)
 	}
 }
+
+func TestAPIWritesWithoutCredentialsAre401AndPasswordGuessesThrottle(t *testing.T) {
+	f := newFixture(t)
+	bare := &client{e: f.env, http: http.DefaultClient}
+	for _, method := range []string{"POST", "PATCH", "DELETE", "PUT"} {
+		if res := bare.api(method, "/api/v1/orgs/acme", map[string]any{}); res.status != 401 {
+			t.Errorf("anonymous %s: %d %s", method, res.status, res.body)
+		}
+	}
+	// A session without the CSRF header is refused.
+	req, _ := http.NewRequest("POST", f.srv.URL+"/api/v1/orgs", strings.NewReader(`{"name":"X"}`))
+	req.Header.Set("Content-Type", "application/json")
+	res, err := f.owner.http.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	if res.StatusCode != 403 {
+		t.Fatalf("session API write without CSRF header: %d", res.StatusCode)
+	}
+	// Guessing the current password through a stolen token stops after five tries.
+	tok := tokenClient(t, f.env, "member@acme.test")
+	for i := 0; i < 5; i++ {
+		if res := tok.api("PUT", "/api/v1/me/password", map[string]any{"current_password": "guess number " + itoa(int64(i)), "new_password": "a new password 123"}); res.status != 422 {
+			t.Fatalf("guess %d: %d %s", i, res.status, res.body)
+		}
+	}
+	res2 := tok.api("PUT", "/api/v1/me/password", map[string]any{"current_password": password, "new_password": "a new password 123"})
+	if res2.status != 429 || !strings.Contains(res2.body, "rate_limited") || res2.header.Get("Retry-After") == "" {
+		t.Fatalf("after five guesses: %d %s", res2.status, res2.body)
+	}
+}
+
+func TestChangePassword(t *testing.T) {
+	f := newFixture(t)
+	res := f.viewer.post("/settings/password", url.Values{"current_password": {password}, "new_password": {"a brand new password"}, "confirm_password": {"a different one!!"}}, true)
+	if res.status != 422 || !strings.Contains(res.body, "The two new passwords differ.") {
+		t.Fatalf("mismatch: %d %s", res.status, excerpt(res.body))
+	}
+	res = f.viewer.post("/settings/password", url.Values{"current_password": {password}, "new_password": {"a brand new password"}, "confirm_password": {"a brand new password"}}, false)
+	if res.status != 303 {
+		t.Fatalf("change: %d %s", res.status, excerpt(res.body))
+	}
+	if res := f.anon.post("/signin", url.Values{"email": {"viewer@acme.test"}, "password": {password}}, false); res.status != 401 {
+		t.Fatalf("old password still works: %d", res.status)
+	}
+	if res := f.env.anon().post("/signin", url.Values{"email": {"viewer@acme.test"}, "password": {"a brand new password"}}, false); res.status != 303 {
+		t.Fatalf("new password: %d", res.status)
+	}
+	if res := f.viewer.api("PATCH", "/api/v1/me", map[string]any{"email": "owner@acme.test"}); res.status != 422 || !strings.Contains(res.body, "Another account uses this email.") {
+		t.Fatalf("taken email: %d %s", res.status, res.body)
+	}
+	if strings.Contains(logsOf(t), "a brand new password") {
+		t.Fatal("a password reached the log")
+	}
+}

@@ -86,12 +86,20 @@ func (s *Server) csrf() echo.MiddlewareFunc {
 		CookieSecure:   s.cfg.SecureCookies(),
 		CookieMaxAge:   int(s.cfg.SessionLifetime.Seconds()),
 		Skipper: func(c echo.Context) bool {
-			return bearerToken(c) != ""
+			return bearerToken(c) != "" || isAPI(c) && !s.hasSessionCookie(c)
 		},
 		ErrorHandler: func(err error, c echo.Context) error {
 			return errCSRF
 		},
 	})
+}
+
+// hasSessionCookie reports whether the request carries a session cookie: an
+// API request without one has no ambient credential to forge, and gets 401
+// from authentication instead of a CSRF refusal.
+func (s *Server) hasSessionCookie(c echo.Context) bool {
+	_, err := c.Cookie(s.sessions.Cookie.Name)
+	return err == nil
 }
 
 // errCSRF answers a missing or wrong CSRF token.

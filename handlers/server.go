@@ -41,13 +41,14 @@ type Server struct {
 
 // New builds the Echo instance with every route and middleware.
 func New(d Deps) *echo.Echo {
+	authn := &auth.Authenticator{Store: d.Store, Throttle: auth.DefaultThrottle}
 	s := &Server{
 		cfg:      d.Config,
 		store:    d.Store,
 		sessions: d.Sessions,
 		log:      d.Logger,
-		auth:     &auth.Authenticator{Store: d.Store, Throttle: auth.DefaultThrottle},
-		tenancy:  &tenancy.Service{Store: d.Store, Signup: d.Config.Signup},
+		auth:     authn,
+		tenancy:  &tenancy.Service{Store: d.Store, Signup: d.Config.Signup, Auth: authn},
 		checks:   d.Checks,
 		version:  d.Version,
 	}

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/alexedwards/scs/pgxstore"
+	"github.com/alexedwards/scs/v2"
 
 	"github.com/toolgate/toolgate/handlers"
 	"github.com/toolgate/toolgate/internal/tenancy"
@@ -46,23 +47,12 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer, getenv 
 			return err
 		}
 	}
-	e := handlers.New(handlers.Deps{
-		Config:   a.cfg,
-		Store:    a.store,
-		Sessions: handlers.NewSessions(a.cfg, sessionStore),
-		Logger:   a.log,
-		Version:  version,
-		Checks: map[string]func(context.Context) error{
-			"postgresql":  a.store.Ping,
-			"meilisearch": a.meiliCheck,
-		},
-	})
 	ln, err := net.Listen("tcp", a.cfg.Addr)
 	if err != nil {
 		return fmt.Errorf("listen on %s (TOOLGATE_ADDR): %w", a.cfg.Addr, err)
 	}
 	srv := &http.Server{
-		Handler:           e,
+		Handler:           a.handler(sessionStore),
 		ReadHeaderTimeout: 10 * time.Second,
 		ReadTimeout:       60 * time.Second,
 		IdleTimeout:       120 * time.Second,
@@ -84,6 +74,21 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer, getenv 
 		return fmt.Errorf("shutdown: %w", err)
 	}
 	return nil
+}
+
+// handler is the whole HTTP surface of the instance.
+func (a *app) handler(sessions scs.Store) http.Handler {
+	return handlers.New(handlers.Deps{
+		Config:   a.cfg,
+		Store:    a.store,
+		Sessions: handlers.NewSessions(a.cfg, sessions),
+		Logger:   a.log,
+		Version:  version,
+		Checks: map[string]func(context.Context) error{
+			"postgresql":  a.store.Ping,
+			"meilisearch": a.meiliCheck,
+		},
+	})
 }
 
 // seedDemo creates the demo organization once and prints how to sign in.

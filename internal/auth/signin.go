@@ -78,6 +78,30 @@ func (a *Authenticator) SignIn(ctx context.Context, email, password, clientIP st
 	return u, nil
 }
 
+// Reauthenticate checks a signed-in user's password again (before changing
+// it), counting failures like sign-in does so a stolen session cannot be
+// used to guess the password.
+func (a *Authenticator) Reauthenticate(ctx context.Context, u db.User, password, clientIP string) error {
+	byEmail, byIP, err := a.Store.SigninFailures(ctx, u.Email, clientIP, time.Now().Add(-a.Throttle.Window))
+	if err != nil {
+		return fmt.Errorf("count sign-in failures: %w", err)
+	}
+	if byEmail >= a.Throttle.PerAccount || byIP >= a.Throttle.PerClient {
+		return &ThrottledError{RetryAfter: a.Throttle.Window}
+	}
+	ok, err := VerifyPassword(u.PasswordHash, password)
+	if err != nil {
+		return fmt.Errorf("verify password of user %d: %w", u.ID, err)
+	}
+	if !ok {
+		if err := a.Store.RecordSigninFailure(ctx, u.Email, clientIP); err != nil {
+			return fmt.Errorf("record sign-in failure: %w", err)
+		}
+		return ErrBadCredentials
+	}
+	return nil
+}
+
 // UserByToken returns the owner of a live personal access token.
 func (a *Authenticator) UserByToken(ctx context.Context, plain string) (db.User, db.Token, error) {
 	if !strings.HasPrefix(plain, PersonalTokenPrefix) {

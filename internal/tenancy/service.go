@@ -35,6 +35,8 @@ type Service struct {
 	Store *db.Store
 	// Signup is open, invite or closed; the first account is always allowed.
 	Signup string
+	// Auth checks passwords again before they change.
+	Auth *auth.Authenticator
 }
 
 // SignUpMode says what the sign-up page should offer: "first" on an empty
@@ -342,17 +344,17 @@ func (s *Service) UpdateProfile(ctx context.Context, userID int64, in ProfileInp
 	return u, err
 }
 
-// ChangePassword replaces the password after checking the current one.
-func (s *Service) ChangePassword(ctx context.Context, user db.User, in PasswordInput) error {
+// ChangePassword replaces the password after checking the current one;
+// wrong guesses count towards the sign-in throttle.
+func (s *Service) ChangePassword(ctx context.Context, user db.User, in PasswordInput, clientIP string) error {
 	if problems := in.Validate(); len(problems) > 0 {
 		return problems
 	}
-	ok, err := auth.VerifyPassword(user.PasswordHash, in.Current)
-	if err != nil {
-		return fmt.Errorf("verify password of user %d: %w", user.ID, err)
-	}
-	if !ok {
+	err := s.Auth.Reauthenticate(ctx, user, in.Current, clientIP)
+	if errors.Is(err, auth.ErrBadCredentials) {
 		return validation.Field("current_password", "This is not your current password.")
+	} else if err != nil {
+		return err
 	}
 	hash, err := auth.HashPassword(in.New)
 	if err != nil {
