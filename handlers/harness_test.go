@@ -30,7 +30,7 @@ const password = "correct horse battery"
 
 // env is a real toolgate over a private database, served by httptest.
 type env struct {
-	t       *testing.T
+	t       testing.TB
 	srv     *httptest.Server
 	echo    *echo.Echo
 	store   *db.Store
@@ -38,7 +38,7 @@ type env struct {
 }
 
 // newEnv starts toolgate on a fresh database; vars override configuration.
-func newEnv(t *testing.T, vars map[string]string) *env {
+func newEnv(t testing.TB, vars map[string]string) *env {
 	t.Helper()
 	ctx := context.Background()
 	store, err := db.Open(ctx, testenv.DatabaseURL(t))
@@ -135,7 +135,7 @@ type response struct {
 	body   string
 }
 
-func (r response) json(t *testing.T, v any) {
+func (r response) json(t testing.TB, v any) {
 	t.Helper()
 	if err := json.Unmarshal([]byte(r.body), v); err != nil {
 		t.Fatalf("decode %q: %v", r.body, err)

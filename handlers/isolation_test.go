@@ -97,7 +97,7 @@ func TestEveryRouteNeedsSignIn(t *testing.T) {
 }
 
 // tokenClient returns a client that authenticates by a fresh personal access token.
-func tokenClient(t *testing.T, e *env, email string) *client {
+func tokenClient(t testing.TB, e *env, email string) *client {
 	t.Helper()
 	c := e.signIn(email)
 	res := c.api("POST", "/api/v1/me/tokens", map[string]any{"name": "test"})

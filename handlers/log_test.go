@@ -28,13 +28,13 @@ func (b *logBuffer) String() string {
 // logs maps each test to its log buffer.
 var logs sync.Map
 
-func testLogger(t *testing.T) *slog.Logger {
+func testLogger(t testing.TB) *slog.Logger {
 	b := &logBuffer{}
 	logs.Store(t.Name(), b)
 	return slog.New(slog.NewJSONHandler(b, &slog.HandlerOptions{Level: slog.LevelDebug}))
 }
 
-func logsOf(t *testing.T) string {
+func logsOf(t testing.TB) string {
 	if b, ok := logs.Load(t.Name()); ok {
 		return b.(*logBuffer).String()
 	}

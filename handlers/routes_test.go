@@ -13,7 +13,7 @@ type fixture struct {
 	owner, admin, member, viewer, outsider, anon *client
 }
 
-func newFixture(t *testing.T) *fixture {
+func newFixture(t testing.TB) *fixture {
 	e := newEnv(t, nil)
 	e.account("owner@acme.test", "Acme")
 	for _, r := range []string{"admin", "member", "viewer"} {

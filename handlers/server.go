@@ -52,6 +52,12 @@ func New(d Deps) *echo.Echo {
 		checks:   d.Checks,
 		version:  d.Version,
 	}
+	// A session store failure (PostgreSQL gone) is logged and answered
+	// plainly: the page frame itself needs the session.
+	s.sessions.ErrorFunc = func(w http.ResponseWriter, r *http.Request, err error) {
+		s.log.Error("session store failed", "error", err, "request_id", w.Header().Get(echo.HeaderXRequestID))
+		http.Error(w, "toolgate cannot reach its database; try again shortly", http.StatusServiceUnavailable)
+	}
 	e := echo.New()
 	e.HideBanner = true
 	e.HidePort = true
