@@ -175,7 +175,13 @@ func (s *Server) signUp(c echo.Context) error {
 	if err := s.startSession(c, u); err != nil {
 		return err
 	}
-	s.flash(c, "success", "Welcome to toolgate.")
+	welcome := "Welcome to toolgate."
+	if in.Invite != "" {
+		if org, err := s.store.OrganizationOf(c.Request().Context(), u.ID, orgSlug); err == nil {
+			welcome = "Welcome to toolgate. You joined " + org.Name + "."
+		}
+	}
+	s.flash(c, "success", welcome)
 	return s.seeOther(c, paths.Org(orgSlug))
 }
 

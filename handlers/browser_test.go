@@ -165,7 +165,7 @@ func TestBrowserFlows(t *testing.T) {
 	ada.open("/o/acme-robotics/w/data-team")
 	ada.wantText(".page-head h1", "Data Team")
 	ada.wantNone(testid("flash"))
-	ada.do("park the pointer", chromedp.MouseEvent("mouseMoved", 1270, 790))
+	ada.do("park the pointer", chromedp.MouseEvent(chromedp.MouseMoved, 1270, 790))
 	png := ada.capture("README screenshot", chromedp.CaptureScreenshot())
 	ada.save("10-readme-console", png)
 	readme := filepath.Join(testenv.RepoRoot(t), "static", "img", "readme")
@@ -257,7 +257,12 @@ func (b *tab) clickAndLoad(sel string) {
 // fill replaces a field's value by typing, as a person does.
 func (b *tab) fill(sel, value string) {
 	b.t.Helper()
-	b.do("fill "+sel, chromedp.SetValue(chromedp.CSS(sel), ""), chromedp.SendKeys(chromedp.CSS(sel), value))
+	// SetValue(sel, "") fails in chromedp v0.23.0 (the empty argument arrives
+	// as undefined), so the field is emptied by script before typing.
+	b.do("fill "+sel,
+		chromedp.WaitVisible(chromedp.CSS(sel)),
+		chromedp.Evaluate[chromedp.Void](`document.querySelector(`+jsString(sel)+`).value = ''`),
+		chromedp.SendKeys(chromedp.CSS(sel), value))
 }
 
 func (b *tab) text(sel string) string {
@@ -279,7 +284,10 @@ func (b *tab) value(sel string) string {
 	return s
 }
 
-func (b *tab) wantVisible(sel string) { b.t.Helper(); b.do("wait for "+sel, chromedp.WaitVisible(chromedp.CSS(sel))) }
+func (b *tab) wantVisible(sel string) {
+	b.t.Helper()
+	b.do("wait for "+sel, chromedp.WaitVisible(chromedp.CSS(sel)))
+}
 
 func (b *tab) wantText(sel, want string) {
 	b.t.Helper()

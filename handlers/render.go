@@ -3,6 +3,7 @@ package handlers
 import (
 	"context"
 	"net/http"
+	"strings"
 
 	"github.com/a-h/templ"
 	"github.com/labstack/echo/v4"
@@ -62,6 +63,9 @@ func (s *Server) popFlash(ctx context.Context) *layout.Flash {
 	return &layout.Flash{Kind: kind, Message: msg}
 }
 
+// sessionWorkspaceKey remembers the workspace last opened, as "org/ws".
+const sessionWorkspaceKey = "workspace"
+
 // meta builds the frame of a page: the user, their organizations, the
 // current organization's workspaces and the flash message.
 func (s *Server) meta(c echo.Context, title, section string) (layout.Meta, error) {
@@ -97,6 +101,17 @@ func (s *Server) meta(c echo.Context, title, section string) (layout.Meta, error
 	}
 	if w := workspaceOf(c); w.ID != 0 {
 		m.Workspace = &layout.WorkspaceNav{Slug: w.Slug, Name: w.Name}
+		s.sessions.Put(ctx, sessionWorkspaceKey, org.Slug+"/"+w.Slug)
+		return m, nil
+	}
+	// On organization pages, keep the workspace last opened in this
+	// organization selected, so its navigation stays in place.
+	if last, ok := strings.CutPrefix(s.sessions.GetString(ctx, sessionWorkspaceKey), org.Slug+"/"); ok {
+		for _, w := range m.Workspaces {
+			if w.Slug == last {
+				m.Workspace = &layout.WorkspaceNav{Slug: w.Slug, Name: w.Name}
+			}
+		}
 	}
 	return m, nil
 }

@@ -95,4 +95,4 @@ func SectionByKey(key string) (Section, bool) {
 
 // htmxConfig swaps 422 (a form with its errors) and error fragments, which
 // the server retargets to the alert area.
-const htmxConfig = `{"responseHandling":[{"code":"204","swap":false},{"code":"[2345]..","swap":true}],"defaultSwapStyle":"outerHTML"}`
+const htmxConfig = `{"responseHandling":[{"code":"204","swap":false},{"code":"[2345]..","swap":true}],"defaultSwapStyle":"outerHTML","includeIndicatorStyles":false}`
