@@ -11,7 +11,7 @@ TEST_OUTPUT ?= $(CURDIR)/.test-output
 # Every test package shares the PostgreSQL and Meilisearch testservices starts.
 WITH_SERVICES = $(GO) run ./cmd/testservices --
 
-.PHONY: help deps generate generate-check build run vet test bench clean
+.PHONY: help deps test-deps generate generate-check build run vet test bench clean
 
 help: ## List the targets
 	@echo "usage: make <target>"
@@ -19,6 +19,9 @@ help: ## List the targets
 
 deps: ## Install what is missing: PostgreSQL, chromium-headless-shell, Meilisearch
 	./.ci/install-deps
+
+test-deps: ## Install what the tests also need: pinned npm peers (MCP servers, specs, GraphQL)
+	./.ci/install-deps --test
 
 generate: ## Generate Go from the templ templates
 	$(GO) tool templ generate
@@ -47,12 +50,12 @@ run: deps build ## Run the console with demo data (embedded PostgreSQL and Meili
 vet: ## Run go vet
 	$(GO) vet ./...
 
-test: deps generate-check vet ## Run every test; screenshots and browser output go to .test-output/
+test: test-deps generate-check vet ## Run every test; screenshots and browser output go to .test-output/
 	mkdir -p "$(TEST_OUTPUT)"
 	TOOLGATE_TEST_OUTPUT="$(TEST_OUTPUT)" MEILI_BIN="$(MEILI_BIN)" \
 		$(WITH_SERVICES) $(GO) test -count=1 -timeout 30m -p 2 ./...
 
-bench: deps ## Run the benchmarks
+bench: test-deps ## Run the benchmarks
 	MEILI_BIN="$(MEILI_BIN)" $(WITH_SERVICES) $(GO) test -run '^$$' -bench . -benchmem -count=1 ./...
 
 clean: ## Remove bin/ and .test-output/ (keeps .data, which holds the database)
