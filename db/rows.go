@@ -1,6 +1,10 @@
 package db
 
-import "database/sql"
+import (
+	"database/sql"
+
+	"github.com/jackc/pgx/v5/pgtype"
+)
 
 // oneRow turns an Exec result that touched no row into ErrNotFound.
 func oneRow(res sql.Result, err error) error {
@@ -15,4 +19,12 @@ func oneRow(res sql.Result, err error) error {
 		return ErrNotFound
 	}
 	return nil
+}
+
+// Strings scans a PostgreSQL text[] through database/sql.
+type Strings []string
+
+// Scan implements sql.Scanner with pgx's array codec.
+func (s *Strings) Scan(src any) error {
+	return pgtype.NewMap().SQLScanner((*[]string)(s)).Scan(src)
 }

@@ -3,6 +3,7 @@ package handlers
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"strconv"
 
@@ -33,6 +34,7 @@ func classify(err error) apiError {
 		httpErr   *echo.HTTPError
 		syntax    *json.SyntaxError
 		typeErr   *json.UnmarshalTypeError
+		maxBytes  *http.MaxBytesError
 	)
 	switch {
 	case errors.As(err, &fields):
@@ -59,6 +61,8 @@ func classify(err error) apiError {
 		return apiError{Status: http.StatusForbidden, Code: "csrf", Message: errCSRF.Error()}
 	case errors.As(err, &throttled):
 		return apiError{Status: http.StatusTooManyRequests, Code: "rate_limited", Message: throttled.Error()}
+	case errors.As(err, &maxBytes):
+		return apiError{Status: http.StatusRequestEntityTooLarge, Code: "too_large", Message: fmt.Sprintf("The request is larger than the %d MiB limit.", maxBytes.Limit>>20)}
 	case errors.As(err, &syntax), errors.As(err, &typeErr), errors.Is(err, errBadJSON):
 		return apiError{Status: http.StatusBadRequest, Code: "bad_request", Message: "The request body is not valid JSON for this endpoint: " + err.Error()}
 	case errors.As(err, &httpErr):

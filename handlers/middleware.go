@@ -2,6 +2,7 @@ package handlers
 
 import (
 	"errors"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"regexp"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/toolgate/toolgate/db"
 	"github.com/toolgate/toolgate/internal/auth"
+	"github.com/toolgate/toolgate/internal/sources"
 	"github.com/toolgate/toolgate/views/paths"
 )
 
@@ -237,4 +239,31 @@ func localPath(raw string) string {
 		return paths.Home
 	}
 	return raw
+}
+
+// Request body limits: specs and schemas may be large; everything else is small.
+const (
+	maxBody       = 1 << 20
+	maxSourceBody = sources.MaxSpecBytes + 1<<20
+)
+
+// bodyLimit caps request bodies, with room for a 64 MiB spec on the routes
+// that take one, and names the limit when it refuses.
+func bodyLimit(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		limit := int64(maxBody)
+		if strings.Contains(c.Request().URL.Path, "/sources") {
+			limit = maxSourceBody
+		}
+		req := c.Request()
+		if req.ContentLength > limit {
+			return tooLarge(limit)
+		}
+		req.Body = http.MaxBytesReader(c.Response(), req.Body, limit)
+		return next(c)
+	}
+}
+
+func tooLarge(limit int64) error {
+	return echo.NewHTTPError(http.StatusRequestEntityTooLarge, fmt.Sprintf("The request is larger than the %d MiB limit.", limit>>20))
 }

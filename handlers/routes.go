@@ -9,7 +9,7 @@ import (
 
 // routes is the route table.
 func (s *Server) routes(e *echo.Echo) {
-	e.Use(middleware.RequestID(), s.requestLog, middleware.Recover(), securityHeaders(), middleware.BodyLimit("1M"))
+	e.Use(middleware.RequestID(), s.requestLog, middleware.Recover(), securityHeaders(), bodyLimit)
 
 	// Operations and assets: no session, no CSRF.
 	e.GET("/healthz", s.healthz)
@@ -64,6 +64,21 @@ func (s *Server) routes(e *echo.Echo) {
 	ws.GET("/settings", s.workspaceSettingsPage)
 	ws.POST("/settings", s.updateWorkspace, requireRole(auth.Admin))
 	ws.POST("/delete", s.deleteWorkspace, requireRole(auth.Admin))
+	ws.GET("/sources", s.sourcesPage)
+	ws.GET("/sources/new", s.newSourcePage, requireRole(auth.Admin))
+	ws.POST("/sources", s.createSource, requireRole(auth.Admin))
+	ws.POST("/sources/test", s.testSourceForm, requireRole(auth.Admin))
+	ws.GET("/sources/import", s.importPage, requireRole(auth.Admin))
+	ws.POST("/sources/import", s.importSources, requireRole(auth.Admin))
+	src := ws.Group("/sources/:id", s.loadSource)
+	src.GET("", s.sourcePage)
+	src.GET("/edit", s.editSourcePage, requireRole(auth.Admin))
+	src.POST("", s.updateSource, requireRole(auth.Admin))
+	src.POST("/test-form", s.testSourceForm, requireRole(auth.Admin))
+	src.POST("/test", s.testSavedSource, requireRole(auth.Admin))
+	src.POST("/refresh", s.refreshSource, requireRole(auth.Admin))
+	src.POST("/enabled", s.setSourceEnabled, requireRole(auth.Admin))
+	src.POST("/delete", s.deleteSource, requireRole(auth.Admin))
 	ws.GET("/:section", s.comingSoon)
 
 	// JSON API: session or personal access token.
@@ -90,10 +105,30 @@ func (s *Server) routes(e *echo.Echo) {
 	apiOrg.GET("/workspaces", s.apiWorkspaces)
 	apiOrg.POST("/workspaces", s.apiCreateWorkspace, requireRole(auth.Admin))
 
+	apiOrg.GET("/sources", s.apiSources)
+	apiOrg.POST("/sources", s.apiCreateSource, requireRole(auth.Admin))
+	apiOrg.POST("/sources/test", s.apiTestSource, requireRole(auth.Admin))
+	s.apiSourceRoutes(apiOrg.Group("/sources/:id", s.loadSource))
+
 	apiWS := apiOrg.Group("/workspaces/:ws", s.loadWorkspace)
 	apiWS.GET("", s.apiWorkspace)
 	apiWS.PATCH("", s.apiUpdateWorkspace, requireRole(auth.Admin))
 	apiWS.DELETE("", s.apiDeleteWorkspace, requireRole(auth.Admin))
+	apiWS.GET("/sources", s.apiSources)
+	apiWS.POST("/sources", s.apiCreateSource, requireRole(auth.Admin))
+	apiWS.POST("/sources/test", s.apiTestSource, requireRole(auth.Admin))
+	apiWS.POST("/sources/import", s.apiImportSources, requireRole(auth.Admin))
+	s.apiSourceRoutes(apiWS.Group("/sources/:id", s.loadSource))
+}
+
+// apiSourceRoutes are the routes of one source, in a workspace or the organization.
+func (s *Server) apiSourceRoutes(g *echo.Group) {
+	g.GET("", s.apiSource)
+	g.PATCH("", s.apiUpdateSource, requireRole(auth.Admin))
+	g.DELETE("", s.apiDeleteSource, requireRole(auth.Admin))
+	g.POST("/test", s.apiTestSavedSource, requireRole(auth.Admin))
+	g.POST("/refresh", s.apiRefreshSource, requireRole(auth.Admin))
+	g.GET("/tools", s.apiSourceTools)
 }
 
 // errorsInSession renders errors while the session is still loaded, so an

@@ -13,6 +13,8 @@ import (
 	"github.com/toolgate/toolgate/db"
 	"github.com/toolgate/toolgate/internal/auth"
 	"github.com/toolgate/toolgate/internal/config"
+	"github.com/toolgate/toolgate/internal/registry"
+	"github.com/toolgate/toolgate/internal/sources"
 	"github.com/toolgate/toolgate/internal/tenancy"
 )
 
@@ -22,6 +24,9 @@ type Deps struct {
 	Store    *db.Store
 	Sessions *scs.SessionManager
 	Logger   *slog.Logger
+	// Refresher refreshes saved sources; nil refreshes them in the request
+	// through registry.Refresher (until the worker of Part 3 takes over).
+	Refresher sources.Refresher
 	// Checks are the readiness checks /readyz runs, by name.
 	Checks  map[string]func(context.Context) error
 	Version string
@@ -35,6 +40,7 @@ type Server struct {
 	log      *slog.Logger
 	auth     *auth.Authenticator
 	tenancy  *tenancy.Service
+	sources  *sources.Service
 	checks   map[string]func(context.Context) error
 	version  string
 }
@@ -52,6 +58,13 @@ func New(d Deps) *echo.Echo {
 		checks:   d.Checks,
 		version:  d.Version,
 	}
+	rules := sources.Rules{AllowStdio: d.Config.AllowStdio}
+	discoverer := registry.NewDiscoverer(d.Config.AllowPrivateNetworks, d.Config.OutboundTimeout, d.Version)
+	refresher := d.Refresher
+	if refresher == nil {
+		refresher = &registry.Refresher{Store: d.Store, Discoverer: discoverer, Rules: rules, Log: d.Logger}
+	}
+	s.sources = &sources.Service{Store: d.Store, Rules: rules, Refresher: refresher, Discoverer: discoverer}
 	// A session store failure (PostgreSQL gone) is logged and answered
 	// plainly: the page frame itself needs the session.
 	s.sessions.ErrorFunc = func(w http.ResponseWriter, r *http.Request, err error) {

@@ -12,7 +12,7 @@ import (
 	"strings"
 )
 
-//go:embed css vendor img/*.svg
+//go:embed css js vendor img/*.svg
 var files embed.FS
 
 // FS is the embedded tree, rooted at this folder.

@@ -53,6 +53,14 @@ type Config struct {
 	// Demo seeds the demo organization on start.
 	Demo bool
 
+	// AllowStdio permits MCP sources that run commands on this server.
+	AllowStdio bool
+	// AllowPrivateNetworks lets outbound requests reach private and
+	// loopback addresses (cloud metadata stays refused).
+	AllowPrivateNetworks bool
+	// OutboundTimeout bounds each outbound request (spec, endpoint, MCP).
+	OutboundTimeout time.Duration
+
 	// LogFormat is json or text; LogLevel is debug, info, warn or error.
 	LogFormat string
 	LogLevel  string
@@ -86,6 +94,9 @@ var Vars = []Var{
 	{"TOOLGATE_SESSION_IDLE_TIMEOUT", "24h", "A session unused for this long ends."},
 	{"TOOLGATE_TRUST_PROXY_HEADERS", "false", "Take the client address from X-Forwarded-For (only behind a proxy you run)."},
 	{"TOOLGATE_DEMO", "false", "Seed the demo organization Acme with workspace Default and an owner account."},
+	{"TOOLGATE_ALLOW_STDIO", "true on the embedded default, else false", "Allow MCP sources that run a command on this server (stdio transport)."},
+	{"TOOLGATE_ALLOW_PRIVATE_NETWORKS", "false", "Let outbound requests (spec URLs, GraphQL and MCP endpoints) reach private and loopback addresses; cloud metadata addresses stay refused."},
+	{"TOOLGATE_OUTBOUND_TIMEOUT", "20s", "Time limit of each outbound request: fetching a spec, introspecting GraphQL, reaching a remote MCP server."},
 	{"TOOLGATE_LOG_FORMAT", "json", "Log format: json or text."},
 	{"TOOLGATE_LOG_LEVEL", "info", "Log level: debug, info, warn or error."},
 }
@@ -138,6 +149,9 @@ func Load(getenv func(string) string) (Config, error) {
 			r.fail("MEILI_MASTER_KEY", "is required when MEILI_URL is set")
 		}
 	}
+	c.AllowStdio = r.boolean("TOOLGATE_ALLOW_STDIO", c.DatabaseURL == "")
+	c.AllowPrivateNetworks = r.boolean("TOOLGATE_ALLOW_PRIVATE_NETWORKS", false)
+	c.OutboundTimeout = r.duration("TOOLGATE_OUTBOUND_TIMEOUT", 20*time.Second)
 	if c.DataDir == "" {
 		r.fail("TOOLGATE_DATA_DIR", "must not be empty")
 	} else if abs, err := filepath.Abs(c.DataDir); err == nil {

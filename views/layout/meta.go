@@ -66,7 +66,7 @@ func (m Meta) htmxHeaders() string {
 // Sections are the workspace areas in sidebar order. Later parts fill them;
 // until then they show as coming soon.
 var Sections = []Section{
-	{Key: "sources", Label: "Sources"},
+	{Key: "sources", Label: "Sources", Ready: true},
 	{Key: "tools", Label: "Tools"},
 	{Key: "credentials", Label: "Credentials"},
 	{Key: "policies", Label: "Policies"},

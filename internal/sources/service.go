@@ -1,0 +1,216 @@
+package sources
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/toolgate/toolgate/db"
+	"github.com/toolgate/toolgate/internal/validation"
+)
+
+// Refresher refreshes a saved source: registry.Refresher today, the
+// worker's queue in Part 3.
+type Refresher interface {
+	Refresh(ctx context.Context, orgID int64, id string) error
+}
+
+// Discoverer runs discovery without saving (the Test button).
+type Discoverer interface {
+	Discover(ctx context.Context, cfg Config, etag string) (*Discovery, bool, error)
+}
+
+// Service applies the rules of sources over the store.
+type Service struct {
+	Store      *db.Store
+	Rules      Rules
+	Refresher  Refresher
+	Discoverer Discoverer
+}
+
+// Input creates a source.
+type Input struct {
+	Name    string          `json:"name"`
+	Type    Type            `json:"type"`
+	Scope   Scope           `json:"scope"`
+	Enabled *bool           `json:"enabled"`
+	Config  json.RawMessage `json:"config"`
+}
+
+// Patch changes a source; nil fields stay. Type and scope never change.
+type Patch struct {
+	Name    *string         `json:"name"`
+	Enabled *bool           `json:"enabled"`
+	Config  json.RawMessage `json:"config"`
+}
+
+// check validates an input and returns its parsed configuration.
+func (s *Service) check(in *Input) (Config, validation.Errors) {
+	in.Name = strings.TrimSpace(in.Name)
+	e := validation.Errors{}
+	e.Name("name", in.Name, validation.MaxNameLen)
+	if _, bad := e["name"]; !bad && validation.Slugify(in.Name) == "" {
+		e.Add("name", "Use at least one letter or digit: the name becomes the tools' namespace.")
+	}
+	if in.Scope == "" {
+		in.Scope = ScopeWorkspace
+	}
+	if in.Scope != ScopeWorkspace && in.Scope != ScopeOrganization {
+		e.Add("scope", "Choose workspace or organization.")
+	}
+	if !in.Type.Valid() {
+		e.Add("type", "Choose mcp, openapi or graphql.")
+		return nil, e
+	}
+	cfg, problems := ParseConfig(in.Type, in.Config, s.Rules)
+	for k, v := range problems {
+		e.Add(k, v)
+	}
+	return cfg, e
+}
+
+// Create saves a source in the workspace (or, with scope organization, for
+// the whole organization) and refreshes it. A failed discovery still saves
+// the source, in state failed with its error.
+func (s *Service) Create(ctx context.Context, orgID int64, workspaceID *int64, in Input) (db.Source, error) {
+	cfg, problems := s.check(&in)
+	if in.Scope == ScopeWorkspace && workspaceID == nil {
+		problems.Add("scope", "Organization-wide sources are created with scope organization.")
+	}
+	if len(problems) > 0 {
+		return db.Source{}, problems
+	}
+	if in.Scope == ScopeOrganization {
+		workspaceID = nil
+	}
+	stored, _ := json.Marshal(cfg)
+	enabled := in.Enabled == nil || *in.Enabled
+	src, err := s.Store.CreateSource(ctx, db.NewSource{
+		ID: "src_" + uuid.NewString(), OrgID: orgID, WorkspaceID: workspaceID, Scope: string(in.Scope),
+		Name: in.Name, Slug: validation.Slugify(in.Name), Type: string(in.Type), ConfigVersion: ConfigVersion,
+		Config: stored, Enabled: enabled, AuthFingerprint: AuthFingerprint(cfg),
+	})
+	if err := nameConflict(err, in.Name); err != nil {
+		return db.Source{}, err
+	}
+	if err := s.Refresher.Refresh(ctx, orgID, src.ID); err != nil {
+		return db.Source{}, err
+	}
+	return s.Store.Source(ctx, orgID, src.ID)
+}
+
+func nameConflict(err error, name string) error {
+	switch {
+	case errors.Is(err, db.ErrNamespaceTaken):
+		return validation.Field("name", fmt.Sprintf("Another source this workspace sees already uses the namespace %q; choose another name.", validation.Slugify(name)))
+	case errors.Is(err, db.ErrConflict):
+		return validation.Field("name", "A source with this name exists in this scope.")
+	}
+	return err
+}
+
+// Update edits a source and refreshes it. Masked secret values sent back
+// keep their stored values.
+func (s *Service) Update(ctx context.Context, src db.Source, p Patch) (db.Source, error) {
+	in := Input{Name: src.Name, Type: Type(src.Type), Scope: Scope(src.Scope), Config: src.Config}
+	if p.Name != nil {
+		in.Name = *p.Name
+	}
+	if len(p.Config) > 0 {
+		in.Config = p.Config
+	}
+	cfg, problems := s.check(&in)
+	if len(problems) > 0 {
+		return db.Source{}, problems
+	}
+	if stored, serr := ParseConfig(Type(src.Type), src.Config, Rules{AllowStdio: true}); len(serr) == 0 {
+		KeepMasked(cfg, stored)
+	}
+	enabled := src.Enabled
+	if p.Enabled != nil {
+		enabled = *p.Enabled
+	}
+	raw, _ := json.Marshal(cfg)
+	updated, err := s.Store.UpdateSource(ctx, src.OrgID, src.ID, src.WorkspaceID, db.SourceUpdate{
+		Name: in.Name, Slug: validation.Slugify(in.Name), Config: raw, Enabled: enabled, AuthFingerprint: AuthFingerprint(cfg),
+	})
+	if err := nameConflict(err, in.Name); err != nil {
+		return db.Source{}, err
+	}
+	if err := s.Refresher.Refresh(ctx, src.OrgID, updated.ID); err != nil {
+		return db.Source{}, err
+	}
+	return s.Store.Source(ctx, src.OrgID, updated.ID)
+}
+
+// SetEnabled turns a source on or off.
+func (s *Service) SetEnabled(ctx context.Context, src db.Source, enabled bool) (db.Source, error) {
+	return s.Update(ctx, src, Patch{Enabled: &enabled})
+}
+
+// Refresh rediscovers a saved source now.
+func (s *Service) Refresh(ctx context.Context, src db.Source) (db.Source, error) {
+	if err := s.Refresher.Refresh(ctx, src.OrgID, src.ID); err != nil {
+		return db.Source{}, err
+	}
+	return s.Store.Source(ctx, src.OrgID, src.ID)
+}
+
+// TestResult is what a Test run found, without saving anything.
+type TestResult struct {
+	ToolCount   int          `json:"tool_count"`
+	Tools       []Tool       `json:"tools"`
+	Warnings    []Warning    `json:"warnings"`
+	AuthProfile *AuthProfile `json:"auth_profile"`
+	Server      string       `json:"server,omitempty"`
+	LatencyMS   int64        `json:"latency_ms"`
+	Error       string       `json:"error,omitempty"`
+}
+
+// TestSampleSize is how many tools a test run shows.
+const TestSampleSize = 10
+
+// Test runs discovery of an unsaved configuration. Invalid input is an
+// error; a failed discovery is a result with Error set.
+func (s *Service) Test(ctx context.Context, in Input) (TestResult, error) {
+	if strings.TrimSpace(in.Name) == "" {
+		in.Name = "test"
+	}
+	cfg, problems := s.check(&in)
+	if len(problems) > 0 {
+		return TestResult{}, problems
+	}
+	return s.run(ctx, validation.Slugify(in.Name), cfg), nil
+}
+
+// TestSaved runs discovery of a saved source without storing the result.
+func (s *Service) TestSaved(ctx context.Context, src db.Source) (TestResult, error) {
+	cfg, problems := ParseConfig(Type(src.Type), src.Config, s.Rules)
+	if len(problems) > 0 {
+		return TestResult{Error: "the configuration is no longer valid: " + problems.Error()}, nil
+	}
+	return s.run(ctx, src.Slug, cfg), nil
+}
+
+func (s *Service) run(ctx context.Context, namespace string, cfg Config) TestResult {
+	start := time.Now()
+	disc, _, err := s.Discoverer.Discover(ctx, cfg, "")
+	res := TestResult{LatencyMS: time.Since(start).Milliseconds(), Tools: []Tool{}, Warnings: []Warning{}}
+	if err != nil {
+		res.Error = err.Error()
+		return res
+	}
+	tools := AssignPaths(namespace, disc.Tools)
+	res.ToolCount = len(tools)
+	res.Tools = tools[:min(len(tools), TestSampleSize)]
+	if disc.Warnings != nil {
+		res.Warnings = disc.Warnings
+	}
+	res.AuthProfile, res.Server = disc.AuthProfile, disc.Server
+	return res
+}
