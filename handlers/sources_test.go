@@ -74,8 +74,8 @@ func TestOpenAPISourcesThroughTheAPI(t *testing.T) {
 	var tools struct {
 		Data []struct {
 			Path            string
-			SourceID        string `json:"source_id"`
-			DefaultApproval string `json:"default_approval"`
+			SourceID        string         `json:"source_id"`
+			DefaultApproval string         `json:"default_approval"`
 			InputSchema     map[string]any `json:"input_schema"`
 			Ref             map[string]any
 		}
@@ -137,13 +137,13 @@ func TestOpenAPISourcesThroughTheAPI(t *testing.T) {
 		spec any
 		want string
 	}{
-		"malformed JSON":  {`{"openapi": "3.0.0", "paths": `, "not valid JSON or YAML"},
-		"malformed YAML":  {"openapi: 3.0.0\npaths:\n  - [unclosed", "not valid JSON or YAML"},
-		"no operations":   {map[string]any{"openapi": "3.0.3", "info": map[string]any{"title": "x", "version": "1"}, "paths": map[string]any{}}, "no operations"},
-		"HTML URL":        {specServer.URL + "/html", "HTML page"},
-		"slow URL":        {specServer.URL + "/slow", "did not answer within 2s"},
-		"huge URL":        {specServer.URL + "/huge", "64 MiB limit"},
-		"404 URL":         {specServer.URL + "/missing.json?x", ""},
+		"malformed JSON": {`{"openapi": "3.0.0", "paths": `, "not valid JSON or YAML"},
+		"malformed YAML": {"openapi: 3.0.0\npaths:\n  - [unclosed", "not valid JSON or YAML"},
+		"no operations":  {map[string]any{"openapi": "3.0.3", "info": map[string]any{"title": "x", "version": "1"}, "paths": map[string]any{}}, "no operations"},
+		"HTML URL":       {specServer.URL + "/html", "HTML page"},
+		"slow URL":       {specServer.URL + "/slow", "did not answer within 2s"},
+		"huge URL":       {specServer.URL + "/huge", "64 MiB limit"},
+		"404 URL":        {specServer.URL + "/missing.json?x", ""},
 		"unresolvable $ref": {map[string]any{"openapi": "3.0.3", "info": map[string]any{"title": "x", "version": "1"},
 			"paths": map[string]any{"/a": map[string]any{"get": map[string]any{"responses": map[string]any{"200": map[string]any{"$ref": "#/components/responses/Nope"}}}}}}, "Nope"},
 	} {
@@ -195,7 +195,9 @@ func TestSourceConfigurationIsValidated(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			res := owner.api("POST", wsSources, tc.body)
-			var body struct{ Error struct{ Fields map[string]string } }
+			var body struct {
+				Error struct{ Fields map[string]string }
+			}
 			res.json(t, &body)
 			if res.status != 422 || body.Error.Fields[tc.field] == "" {
 				t.Fatalf("%d %s, want 422 with field %s", res.status, res.body, tc.field)
