@@ -30,7 +30,7 @@ func TestGitHubRESTThroughTheAPI(t *testing.T) {
 		t.Fatalf("github: %+v", src)
 	}
 	var page struct {
-		Data []struct{ Path string }
+		Data  []struct{ Path string }
 		Total int
 	}
 	owner.api("GET", "/api/v1/orgs/acme/sources/"+src.ID+"/tools?limit=500&offset=1000", nil).json(t, &page)
