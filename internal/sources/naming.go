@@ -118,12 +118,12 @@ func AssignPaths(namespace string, tools []Tool) []Tool {
 	return tools
 }
 
-// aliasesOf returns the camelCase and compact spellings of a path that no
-// other tool already uses as its path.
+// aliasesOf returns the camelCase, snake_case and compact spellings of a
+// path that no other tool already uses as its path.
 func aliasesOf(path string, taken map[string]bool) []string {
 	var out []string
 	seen := map[string]bool{path: true}
-	for _, a := range []string{CamelPath(path), CompactPath(path)} {
+	for _, a := range []string{CamelPath(path), SnakePath(path), CompactPath(path)} {
 		if !seen[a] && !taken[a] {
 			seen[a] = true
 			out = append(out, a)
@@ -142,6 +142,18 @@ func CamelPath(path string) string {
 			words[j] = strings.ToUpper(words[j][:1]) + words[j][1:]
 		}
 		segs[i] = strings.Join(words, "")
+	}
+	return strings.Join(segs, ".")
+}
+
+// SnakePath spells each segment of a path in snake_case:
+// "library.mutation.addBook" → "library.mutation.add_book".
+func SnakePath(path string) string {
+	segs := strings.Split(path, ".")
+	for i, s := range segs {
+		if snake := SnakeCase(s); snake != "" {
+			segs[i] = snake
+		}
 	}
 	return strings.Join(segs, ".")
 }

@@ -80,4 +80,9 @@ func TestAliases(t *testing.T) {
 	if diff := cmp.Diff(want, tools[0].Aliases); diff != "" {
 		t.Fatalf("aliases (-want +got):\n%s", diff)
 	}
+	tools = AssignPaths("library", []Tool{tool("mutation.addBook", `{}`)})
+	want = []string{"library.mutation.add_book", "librarymutationaddbook"}
+	if diff := cmp.Diff(want, tools[0].Aliases); diff != "" {
+		t.Fatalf("aliases of a camelCase name (-want +got):\n%s", diff)
+	}
 }
