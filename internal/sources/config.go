@@ -292,9 +292,12 @@ func (c *MCPConfig) check(e validation.Errors, rules Rules) {
 		if c.Command != "" || len(c.Args) > 0 || len(c.Env) > 0 || c.Cwd != "" {
 			e.Add("config.command", "A remote server takes a URL and headers, not a command.")
 		}
-		for k := range c.Headers {
+		for k, v := range c.Headers {
 			if !headerNamePattern.MatchString(k) {
 				e.Add("config.headers", fmt.Sprintf("%q is not a valid header name.", k))
+			}
+			if strings.ContainsAny(v, "\r\n") {
+				e.Add("config.headers", fmt.Sprintf("The value of %s must be one line.", k))
 			}
 		}
 	case "":
