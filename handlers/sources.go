@@ -356,6 +356,18 @@ func (s *Server) renderImport(c echo.Context, status int, p viewsources.ImportPa
 // when step=create.
 func (s *Server) importSources(c echo.Context) error {
 	text := c.FormValue("config")
+	if fh, err := c.FormFile("config_file"); err == nil && fh.Size > 0 {
+		file, err := fh.Open()
+		if err != nil {
+			return err
+		}
+		b, err := io.ReadAll(io.LimitReader(file, maxBody))
+		file.Close()
+		if err != nil {
+			return err
+		}
+		text = string(b)
+	}
 	p := viewsources.ImportPage{Text: text}
 	if c.FormValue("step") != "create" {
 		entries, err := sources.ParseClientConfig([]byte(text), s.sources.Rules)
