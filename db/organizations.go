@@ -148,3 +148,10 @@ func keepAnOwner(ctx context.Context, tx *sqlx.Tx, orgID, userID int64, newRole 
 	}
 	return nil
 }
+
+// OrganizationBySlug loads an organization for administration commands.
+func (s *Store) OrganizationBySlug(ctx context.Context, slug string) (Organization, error) {
+	var o Organization
+	err := s.db.GetContext(ctx, &o, `SELECT `+orgColumns+` FROM organizations o WHERE o.slug = $1`, slug)
+	return o, translate(err)
+}

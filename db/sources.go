@@ -3,6 +3,7 @@ package db
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -12,40 +13,44 @@ import (
 
 // Source is a registered tool source.
 type Source struct {
-	ID              string          `db:"id"`
-	OrgID           int64           `db:"org_id"`
-	WorkspaceID     *int64          `db:"workspace_id"`
-	WorkspaceSlug   *string         `db:"workspace_slug"`
-	Scope           string          `db:"scope"`
-	Name            string          `db:"name"`
-	Slug            string          `db:"slug"`
-	Type            string          `db:"type"`
-	ConfigVersion   int             `db:"config_version"`
-	Config          json.RawMessage `db:"config"`
-	Enabled         bool            `db:"enabled"`
-	State           string          `db:"state"`
-	Error           string          `db:"error"`
-	Warnings        json.RawMessage `db:"warnings"`
-	SpecHash        string          `db:"spec_hash"`
-	AuthFingerprint string          `db:"auth_fingerprint"`
-	ETag            string          `db:"etag"`
-	BaseURL         string          `db:"base_url"`
-	Server          string          `db:"server"`
-	AuthProfile     json.RawMessage `db:"auth_profile"`
-	Quality         json.RawMessage `db:"quality"`
-	ToolCount       int             `db:"tool_count"`
-	DiscoveryMS     int             `db:"discovery_ms"`
-	LastRefreshedAt *time.Time      `db:"last_refreshed_at"`
-	LastSuccessAt   *time.Time      `db:"last_success_at"`
-	LastFailureAt   *time.Time      `db:"last_failure_at"`
-	CreatedAt       time.Time       `db:"created_at"`
-	UpdatedAt       time.Time       `db:"updated_at"`
+	ID                string          `db:"id"`
+	OrgID             int64           `db:"org_id"`
+	WorkspaceID       *int64          `db:"workspace_id"`
+	WorkspaceSlug     *string         `db:"workspace_slug"`
+	Scope             string          `db:"scope"`
+	Name              string          `db:"name"`
+	Slug              string          `db:"slug"`
+	Type              string          `db:"type"`
+	ConfigVersion     int             `db:"config_version"`
+	Config            json.RawMessage `db:"config"`
+	Enabled           bool            `db:"enabled"`
+	State             string          `db:"state"`
+	Error             string          `db:"error"`
+	Warnings          json.RawMessage `db:"warnings"`
+	SpecHash          string          `db:"spec_hash"`
+	AuthFingerprint   string          `db:"auth_fingerprint"`
+	ETag              string          `db:"etag"`
+	BaseURL           string          `db:"base_url"`
+	Server            string          `db:"server"`
+	AuthProfile       json.RawMessage `db:"auth_profile"`
+	Quality           json.RawMessage `db:"quality"`
+	ToolCount         int             `db:"tool_count"`
+	DiscoveryMS       int             `db:"discovery_ms"`
+	Generation        int64           `db:"generation"`
+	IndexedGeneration int64           `db:"indexed_generation"`
+	Signature         string          `db:"signature"`
+	IndexError        string          `db:"index_error"`
+	LastRefreshedAt   *time.Time      `db:"last_refreshed_at"`
+	LastSuccessAt     *time.Time      `db:"last_success_at"`
+	LastFailureAt     *time.Time      `db:"last_failure_at"`
+	CreatedAt         time.Time       `db:"created_at"`
+	UpdatedAt         time.Time       `db:"updated_at"`
 }
 
 const sourceColumns = `s.id, s.org_id, s.workspace_id, w.slug AS workspace_slug, s.scope, s.name, s.slug, s.type,
 	s.config_version, s.config, s.enabled, s.state, s.error, s.warnings, s.spec_hash, s.auth_fingerprint, s.etag,
 	s.base_url, s.server, COALESCE(s.auth_profile, 'null') AS auth_profile, COALESCE(s.quality, 'null') AS quality, s.tool_count, s.discovery_ms, s.last_refreshed_at,
-	s.last_success_at, s.last_failure_at, s.created_at, s.updated_at`
+	s.last_success_at, s.last_failure_at, s.created_at, s.updated_at, s.generation, s.indexed_generation, s.signature, s.index_error`
 
 const sourceFrom = ` FROM sources s LEFT JOIN workspaces w ON w.id = s.workspace_id`
 
@@ -237,10 +242,16 @@ type SourceTool struct {
 	Annotations     json.RawMessage `db:"annotations"`
 	DefaultApproval string          `db:"default_approval"`
 	Ref             json.RawMessage `db:"ref"`
+	Params          Strings         `db:"params"`
+	DocHash         string          `db:"doc_hash"`
 }
 
 // DiscoveryResult is what a successful discovery stores with the source.
 type DiscoveryResult struct {
+	// Signature summarizes the inputs of the tool set (spec hash, auth
+	// fingerprint, config version, enabled, updated_at); an unchanged
+	// signature means there is nothing to write.
+	Signature   string
 	SpecHash    string
 	ETag        string
 	BaseURL     string
@@ -252,45 +263,144 @@ type DiscoveryResult struct {
 	Tools       []SourceTool
 }
 
-// SaveDiscovery replaces a source's tools and marks it ready, in one
-// transaction: readers see the old tool set or the new one, never a mix.
-func (s *Store) SaveDiscovery(ctx context.Context, orgID int64, id string, r DiscoveryResult) error {
-	return s.inPgxTx(ctx, func(tx pgx.Tx) error {
-		var locked string
-		if err := tx.QueryRow(ctx, `SELECT id FROM sources WHERE org_id = $1 AND id = $2 FOR UPDATE`, orgID, id).Scan(&locked); err != nil {
+// Written reports what SaveDiscovery did.
+type Written struct {
+	// Generation is the source's tool-set generation after the write.
+	Generation int64
+	// Unchanged is set when the signature matched and nothing was written.
+	Unchanged bool
+	// Previous maps each path of the replaced generation to its doc_hash,
+	// so the search index can be updated by difference.
+	Previous map[string]string
+}
+
+// SaveDiscovery writes a source's new tool set as a new generation and
+// marks it indexing, in one transaction: readers see the old generation or
+// the new one, never a mix. The source row is locked, so two workers racing
+// on one source write one generation: the second finds the signature
+// unchanged and writes nothing.
+func (s *Store) SaveDiscovery(ctx context.Context, orgID int64, id string, r DiscoveryResult) (Written, error) {
+	var w Written
+	err := s.inPgxTx(ctx, func(tx pgx.Tx) error {
+		var signature, state string
+		if err := tx.QueryRow(ctx, `SELECT signature, generation, state FROM sources WHERE org_id = $1 AND id = $2 FOR UPDATE`,
+			orgID, id).Scan(&signature, &w.Generation, &state); err != nil {
 			return translate(err)
+		}
+		if r.Signature != "" && r.Signature == signature && state != "failed" {
+			w.Unchanged = true
+			_, err := tx.Exec(ctx, `UPDATE sources SET state = CASE WHEN indexed_generation = generation THEN 'ready' ELSE 'indexing' END,
+				error = '', last_refreshed_at = now(), last_success_at = now() WHERE id = $1`, id)
+			return err
+		}
+		w.Previous = map[string]string{}
+		rows, err := tx.Query(ctx, `SELECT path, doc_hash FROM source_tools WHERE source_id = $1`, id)
+		if err != nil {
+			return err
+		}
+		for rows.Next() {
+			var path, hash string
+			if err := rows.Scan(&path, &hash); err != nil {
+				rows.Close()
+				return err
+			}
+			w.Previous[path] = hash
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return err
 		}
 		if _, err := tx.Exec(ctx, `DELETE FROM source_tools WHERE source_id = $1`, id); err != nil {
 			return err
 		}
-		rows := make([][]any, len(r.Tools))
-		for i, t := range r.Tools {
+		cols := []string{"source_id", "path", "name", "aliases", "title", "description", "input_schema", "output_schema",
+			"annotations", "default_approval", "ref", "params", "doc_hash", "search_text"}
+		if _, err := tx.CopyFrom(ctx, pgx.Identifier{"source_tools"}, cols, pgx.CopyFromSlice(len(r.Tools), func(i int) ([]any, error) {
+			t := r.Tools[i]
 			var out any
-			if len(t.OutputSchema) > 0 {
+			if Present(t.OutputSchema) {
 				out = t.OutputSchema
 			}
-			aliases := t.Aliases
+			aliases, params := []string(t.Aliases), []string(t.Params)
 			if aliases == nil {
 				aliases = []string{}
 			}
-			rows[i] = []any{id, t.Path, t.Name, []string(aliases), t.Title, t.Description, t.InputSchema, out, t.Annotations, t.DefaultApproval, t.Ref}
-		}
-		if _, err := tx.CopyFrom(ctx, pgx.Identifier{"source_tools"},
-			[]string{"source_id", "path", "name", "aliases", "title", "description", "input_schema", "output_schema", "annotations", "default_approval", "ref"},
-			pgx.CopyFromRows(rows)); err != nil {
+			if params == nil {
+				params = []string{}
+			}
+			return []any{id, t.Path, t.Name, aliases, t.Title, t.Description, t.InputSchema, out, t.Annotations,
+				t.DefaultApproval, t.Ref, params, t.DocHash, SearchText(t.Path, t.Name, aliases, params)}, nil
+		})); err != nil {
 			return fmt.Errorf("store tools: %w", translate(err))
 		}
-		_, err := tx.Exec(ctx, `UPDATE sources SET state = 'ready', error = '', warnings = $3, spec_hash = $4, etag = $5,
+		w.Generation++
+		_, err = tx.Exec(ctx, `UPDATE sources SET state = 'indexing', error = '', warnings = $3, spec_hash = $4, etag = $5,
 			base_url = $6, server = $7, auth_profile = $8, quality = $9, tool_count = $10, discovery_ms = $11,
-			last_refreshed_at = now(), last_success_at = now() WHERE org_id = $1 AND id = $2`,
-			orgID, id, r.Warnings, r.SpecHash, r.ETag, r.BaseURL, r.Server, nullJSON(r.AuthProfile), nullJSON(r.Quality), len(r.Tools), r.DiscoveryMS)
+			signature = $12, generation = $13, last_refreshed_at = now(), last_success_at = now() WHERE org_id = $1 AND id = $2`,
+			orgID, id, r.Warnings, r.SpecHash, r.ETag, r.BaseURL, r.Server, nullJSON(r.AuthProfile), nullJSON(r.Quality),
+			len(r.Tools), r.DiscoveryMS, r.Signature, w.Generation)
 		return err
 	})
+	return w, err
+}
+
+// MarkIndexed records that the search index holds a generation, and makes
+// the source ready unless a newer generation was written meanwhile.
+func (s *Store) MarkIndexed(ctx context.Context, id string, generation int64) error {
+	_, err := s.db.ExecContext(ctx, `UPDATE sources SET indexed_generation = $2, index_error = '',
+		state = CASE WHEN state = 'indexing' THEN 'ready' ELSE state END
+		WHERE id = $1 AND generation = $2`, id, generation)
+	return err
+}
+
+// MarkIndexFailed records why the index could not be updated; the source's
+// tools are still served from PostgreSQL and the reconcile retries.
+func (s *Store) MarkIndexFailed(ctx context.Context, id string, generation int64, message string) error {
+	_, err := s.db.ExecContext(ctx, `UPDATE sources SET index_error = $3,
+		state = CASE WHEN state = 'indexing' THEN 'ready' ELSE state END
+		WHERE id = $1 AND generation = $2`, id, generation, message)
+	return err
+}
+
+// Unindexed lists sources whose index lags behind PostgreSQL.
+func (s *Store) Unindexed(ctx context.Context, limit int) ([]Source, error) {
+	out := []Source{}
+	err := s.db.SelectContext(ctx, &out, `SELECT `+sourceColumns+sourceFrom+`
+		WHERE s.indexed_generation <> s.generation ORDER BY s.updated_at LIMIT $1`, limit)
+	return out, err
+}
+
+// SourcesOf lists every source of an organization (0 = every organization),
+// for reindexing.
+func (s *Store) SourcesOf(ctx context.Context, orgID int64) ([]Source, error) {
+	out := []Source{}
+	err := s.db.SelectContext(ctx, &out, `SELECT `+sourceColumns+sourceFrom+`
+		WHERE $1 = 0 OR s.org_id = $1 ORDER BY s.org_id, s.id`, orgID)
+	return out, err
+}
+
+// DueForRefresh lists sources that are fetched from a URL or a remote
+// server and were not refreshed within the interval.
+func (s *Store) DueForRefresh(ctx context.Context, olderThan time.Time) ([]Source, error) {
+	out := []Source{}
+	err := s.db.SelectContext(ctx, &out, `SELECT `+sourceColumns+sourceFrom+`
+		WHERE s.enabled AND (s.last_refreshed_at IS NULL OR s.last_refreshed_at < $1)
+		AND ((s.type = 'openapi' AND jsonb_typeof(s.config->'spec') = 'string' AND s.config->>'spec' ~ '^https?://')
+		  OR (s.type = 'mcp' AND s.config->>'transport' IN ('streamable-http', 'sse'))
+		  OR (s.type = 'graphql' AND COALESCE(s.config->>'schema', '') = ''))
+		ORDER BY s.last_refreshed_at NULLS FIRST`, olderThan)
+	return out, err
+}
+
+// AllTools lists every tool of a source, for reindexing and rewrites.
+func (s *Store) AllTools(ctx context.Context, orgID int64, sourceID string) ([]SourceTool, error) {
+	return s.Tools(ctx, orgID, sourceID, 1<<30, 0)
 }
 
 // MarkUnchanged records a refresh that found the spec unchanged (ETag).
 func (s *Store) MarkUnchanged(ctx context.Context, orgID int64, id string) error {
-	res, err := s.db.ExecContext(ctx, `UPDATE sources SET state = 'ready', error = '', last_refreshed_at = now(), last_success_at = now()
+	res, err := s.db.ExecContext(ctx, `UPDATE sources SET error = '', last_refreshed_at = now(), last_success_at = now(),
+		state = CASE WHEN indexed_generation = generation THEN 'ready' ELSE 'indexing' END
 		WHERE org_id = $1 AND id = $2`, orgID, id)
 	return oneRow(res, err)
 }
@@ -316,8 +426,45 @@ func nullJSON(b json.RawMessage) any {
 func (s *Store) Tools(ctx context.Context, orgID int64, sourceID string, limit, offset int) ([]SourceTool, error) {
 	out := []SourceTool{}
 	err := s.db.SelectContext(ctx, &out, `SELECT t.source_id, t.path, t.name, t.aliases, t.title, t.description, t.input_schema,
-		COALESCE(t.output_schema, 'null') AS output_schema, t.annotations, t.default_approval, t.ref
+		COALESCE(t.output_schema, 'null') AS output_schema, t.annotations, t.default_approval, t.ref, t.params, t.doc_hash
 		FROM source_tools t JOIN sources s ON s.id = t.source_id
 		WHERE s.org_id = $1 AND t.source_id = $2 ORDER BY t.path LIMIT $3 OFFSET $4`, orgID, sourceID, limit, offset)
 	return out, err
+}
+
+// MarkQueuedTx shows that a refresh waits for a worker, in the transaction
+// that enqueues it.
+func MarkQueuedTx(ctx context.Context, tx pgx.Tx, orgID int64, id string) error {
+	tag, err := tx.Exec(ctx, `UPDATE sources SET state = 'queued', refresh_requested_at = clock_timestamp()
+		WHERE org_id = $1 AND id = $2`, orgID, id)
+	if err != nil {
+		return err
+	}
+	if tag.RowsAffected() == 0 {
+		return ErrNotFound
+	}
+	return nil
+}
+
+// InPgxTx runs fn in a pgx transaction shared with River's inserts.
+func (s *Store) InPgxTx(ctx context.Context, fn func(pgx.Tx) error) error { return s.inPgxTx(ctx, fn) }
+
+// RefreshRequestedSince locks a source and reports whether a refresh was
+// asked for after since; ErrNotFound when the source is gone. It runs in
+// the transaction that completes a refresh job, so a request either lands
+// before (and the job refreshes again) or after (and finds no running job).
+func RefreshRequestedSince(ctx context.Context, tx pgx.Tx, id string, since time.Time) (bool, error) {
+	var again bool
+	err := tx.QueryRow(ctx, `SELECT COALESCE(refresh_requested_at > $2, false) FROM sources WHERE id = $1 FOR UPDATE`, id, since).Scan(&again)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return false, ErrNotFound
+	}
+	return again, err
+}
+
+// Now is the database's clock, which refresh requests are stamped with.
+func (s *Store) Now(ctx context.Context) (time.Time, error) {
+	var t time.Time
+	err := s.pool.QueryRow(ctx, `SELECT clock_timestamp()`).Scan(&t)
+	return t, err
 }

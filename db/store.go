@@ -17,6 +17,8 @@ import (
 	"github.com/jmoiron/sqlx"
 	"github.com/pressly/goose/v3"
 	"github.com/pressly/goose/v3/lock"
+	"github.com/riverqueue/river/riverdriver/riverpgxv5"
+	"github.com/riverqueue/river/rivermigrate"
 )
 
 // Sentinel errors the HTTP layer turns into statuses.
@@ -39,9 +41,12 @@ func Migrations() fs.FS {
 	return sub
 }
 
-// Migrate applies every pending migration. A PostgreSQL session lock keeps
-// replicas that start together from migrating twice.
-func Migrate(ctx context.Context, sqlDB *sql.DB) error {
+// Migrate applies every pending migration: toolgate's own (goose) and River's
+// job tables. A PostgreSQL session lock keeps replicas that start together
+// from migrating twice.
+func Migrate(ctx context.Context, pool *pgxpool.Pool) error {
+	sqlDB := stdlib.OpenDBFromPool(pool)
+	defer sqlDB.Close()
 	locker, err := lock.NewPostgresSessionLocker()
 	if err != nil {
 		return fmt.Errorf("migration lock: %w", err)
@@ -53,6 +58,13 @@ func Migrate(ctx context.Context, sqlDB *sql.DB) error {
 	}
 	if _, err := p.Up(ctx); err != nil {
 		return fmt.Errorf("migrate: %w", err)
+	}
+	rm, err := rivermigrate.New(riverpgxv5.New(pool), nil)
+	if err != nil {
+		return fmt.Errorf("river migrations: %w", err)
+	}
+	if _, err := rm.Migrate(ctx, rivermigrate.DirectionUp, nil); err != nil {
+		return fmt.Errorf("river migrate: %w", err)
 	}
 	return nil
 }

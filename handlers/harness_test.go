@@ -2,6 +2,7 @@ package handlers_test
 
 import (
 	"context"
+	"crypto/rand"
 	"encoding/json"
 	"io"
 	"net/http"
@@ -19,6 +20,10 @@ import (
 	"github.com/toolgate/toolgate/db"
 	"github.com/toolgate/toolgate/handlers"
 	"github.com/toolgate/toolgate/internal/config"
+	"github.com/toolgate/toolgate/internal/registry"
+	"github.com/toolgate/toolgate/internal/search"
+	"github.com/toolgate/toolgate/internal/sources"
+	"github.com/toolgate/toolgate/internal/worker"
 	"github.com/toolgate/toolgate/internal/tenancy"
 	"github.com/toolgate/toolgate/internal/testenv"
 )
@@ -34,6 +39,8 @@ type env struct {
 	srv     *httptest.Server
 	echo    *echo.Echo
 	store   *db.Store
+	index   *search.Meili
+	queue   *worker.Queue
 	tenancy *tenancy.Service
 }
 
@@ -51,14 +58,31 @@ func newEnv(t testing.TB, vars map[string]string) *env {
 		t.Fatalf("config: %v", err)
 	}
 	sessions := pgxstore.NewWithCleanupInterval(store.Pool(), 0)
+	log := testLogger(t)
+	meiliURL, meiliKey := testenv.Meili(t)
+	index := search.NewMeili(meiliURL, meiliKey, "tools_"+strings.ToLower(rand.Text()))
+	if err := index.EnsureSettings(ctx); err != nil {
+		t.Fatalf("meilisearch settings: %v", err)
+	}
+	refresher := &registry.Refresher{Store: store, Discoverer: registry.NewDiscoverer(cfg.AllowPrivateNetworks, cfg.OutboundTimeout, "test"),
+		Rules: sources.Rules{AllowStdio: cfg.AllowStdio}, Log: log, Index: index}
+	queue, err := worker.New(store, refresher, log, worker.Options{Concurrency: 4, JobTimeout: time.Minute, ReconcileInterval: 2 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := queue.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = queue.Stop(context.Background()) })
 	e := handlers.New(handlers.Deps{
 		Config: cfg, Store: store, Sessions: handlers.NewSessions(cfg, sessions),
-		Logger: testLogger(t), Version: "test",
+		Logger: log, Version: "test", Refresher: queue,
+		Search: &search.Fallback{Primary: index, Secondary: &search.Postgres{Store: store}, Log: log},
 		Checks: map[string]func(context.Context) error{"postgresql": store.Ping},
 	})
 	srv := httptest.NewServer(e)
 	t.Cleanup(srv.Close)
-	return &env{t: t, srv: srv, echo: e, store: store, tenancy: &tenancy.Service{Store: store, Signup: cfg.Signup}}
+	return &env{t: t, srv: srv, echo: e, store: store, index: index, queue: queue, tenancy: &tenancy.Service{Store: store, Signup: cfg.Signup}}
 }
 
 // account creates a user, optionally owning a new organization.

@@ -14,6 +14,7 @@ import (
 	"github.com/toolgate/toolgate/internal/auth"
 	"github.com/toolgate/toolgate/internal/config"
 	"github.com/toolgate/toolgate/internal/registry"
+	"github.com/toolgate/toolgate/internal/search"
 	"github.com/toolgate/toolgate/internal/sources"
 	"github.com/toolgate/toolgate/internal/tenancy"
 )
@@ -27,6 +28,8 @@ type Deps struct {
 	// Refresher refreshes saved sources; nil refreshes them in the request
 	// through registry.Refresher (until the worker of Part 3 takes over).
 	Refresher sources.Refresher
+	// Search finds tools: Meilisearch with the PostgreSQL fallback.
+	Search search.Index
 	// Checks are the readiness checks /readyz runs, by name.
 	Checks  map[string]func(context.Context) error
 	Version string
@@ -41,6 +44,7 @@ type Server struct {
 	auth     *auth.Authenticator
 	tenancy  *tenancy.Service
 	sources  *sources.Service
+	search   search.Index
 	checks   map[string]func(context.Context) error
 	version  string
 }
@@ -56,6 +60,7 @@ func New(d Deps) *echo.Echo {
 		auth:     authn,
 		tenancy:  &tenancy.Service{Store: d.Store, Signup: d.Config.Signup, Auth: authn},
 		checks:   d.Checks,
+		search:   d.Search,
 		version:  d.Version,
 	}
 	rules := sources.Rules{AllowStdio: d.Config.AllowStdio}

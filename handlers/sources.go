@@ -138,11 +138,7 @@ func (s *Server) createSource(c echo.Context) error {
 	} else if err != nil {
 		return err
 	}
-	if src.State == "failed" {
-		s.flash(c, "error", "Saved "+src.Name+", but discovery failed: "+src.Error)
-	} else {
-		s.flash(c, "success", "Saved "+src.Name+" with "+strconv.Itoa(src.ToolCount)+" tools.")
-	}
+	s.flash(c, "success", "Saved "+src.Name+". Its tools are being discovered; this page updates by itself.")
 	return s.seeOther(c, sourceURL(c, src.ID))
 }
 
@@ -289,11 +285,7 @@ func (s *Server) updateSource(c echo.Context) error {
 }
 
 func (s *Server) flashRefresh(c echo.Context, src db.Source, verb string) {
-	if src.State == "failed" {
-		s.flash(c, "error", verb+" "+src.Name+", but discovery failed: "+src.Error)
-		return
-	}
-	s.flash(c, "success", verb+" "+src.Name+": "+strconv.Itoa(src.ToolCount)+" tools.")
+	s.flash(c, "success", verb+" "+src.Name+"; a refresh is on its way.")
 }
 
 func (s *Server) refreshSource(c echo.Context) error {
@@ -301,7 +293,7 @@ func (s *Server) refreshSource(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	s.flashRefresh(c, src, "Refreshed")
+	s.flashRefresh(c, src, "Queued")
 	return s.seeOther(c, sourceURL(c, src.ID))
 }
 
@@ -332,7 +324,7 @@ func (s *Server) deleteSource(c echo.Context) error {
 	if strings.TrimSpace(c.FormValue("confirm")) != src.Slug {
 		return s.renderSource(c, http.StatusUnprocessableEntity, nil, "Type "+src.Slug+" to confirm.")
 	}
-	if err := s.store.DeleteSource(c.Request().Context(), src.OrgID, src.ID); err != nil {
+	if err := s.sources.Delete(c.Request().Context(), src); err != nil {
 		return err
 	}
 	s.flash(c, "success", "Deleted "+src.Name+".")
@@ -506,8 +498,7 @@ func (s *Server) apiUpdateSource(c echo.Context) error {
 }
 
 func (s *Server) apiDeleteSource(c echo.Context) error {
-	src := sourceOf(c)
-	if err := s.store.DeleteSource(c.Request().Context(), src.OrgID, src.ID); err != nil {
+	if err := s.sources.Delete(c.Request().Context(), sourceOf(c)); err != nil {
 		return err
 	}
 	return c.NoContent(http.StatusNoContent)

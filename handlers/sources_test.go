@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -44,6 +45,8 @@ type sourceResp struct {
 	AuthProfile *struct{ Type, In, Name string } `json:"auth_profile"`
 }
 
+// createSource creates a source through the API and waits until the worker
+// has refreshed it.
 func createSource(t *testing.T, c *client, path string, body any, wantStatus int) sourceResp {
 	t.Helper()
 	res := c.api("POST", path, body)
@@ -53,8 +56,28 @@ func createSource(t *testing.T, c *client, path string, body any, wantStatus int
 	var s sourceResp
 	if wantStatus < 300 {
 		res.json(t, &s)
+		s = settle(t, c, path+"/"+s.ID)
 	}
 	return s
+}
+
+// settle polls a source until the worker is done with it: ready (and
+// indexed) or failed.
+func settle(t *testing.T, c *client, path string) sourceResp {
+	t.Helper()
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		var s sourceResp
+		res := c.api("GET", path, nil)
+		res.json(t, &s)
+		if s.State == "ready" || s.State == "failed" {
+			return s
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s still %q after 60s\njobs: %s\nlog: %s", path, s.State, riverJobs(c.e), lastLines(logsOf(t), 5))
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
 }
 
 const wsSources = "/api/v1/orgs/acme/workspaces/default/sources"
@@ -121,8 +144,10 @@ func TestOpenAPISourcesThroughTheAPI(t *testing.T) {
 		t.Fatalf("by URL: %+v", byURL)
 	}
 	broken.Store(true)
-	var refreshed sourceResp
-	owner.api("POST", wsSources+"/"+byURL.ID+"/refresh", nil).json(t, &refreshed)
+	if res := owner.api("POST", wsSources+"/"+byURL.ID+"/refresh", nil); res.status != 200 {
+		t.Fatalf("refresh: %d", res.status)
+	}
+	refreshed := settle(t, owner, wsSources+"/"+byURL.ID)
 	if refreshed.State != "failed" || !strings.Contains(refreshed.Error, "answered HTTP 500") || refreshed.ToolCount != byURL.ToolCount {
 		t.Fatalf("refresh of a broken URL: %+v", refreshed)
 	}
@@ -287,9 +312,9 @@ func TestMCPSourcesSecretsAndImport(t *testing.T) {
 		t.Fatalf("secret not masked: %+v", src)
 	}
 	// Sending the mask back keeps the stored value.
-	var patched sourceResp
 	owner.api("PATCH", wsSources+"/"+src.ID, map[string]any{"name": "Memory Store", "config": map[string]any{
-		"transport": "stdio", "command": memory, "env": env}}).json(t, &patched)
+		"transport": "stdio", "command": memory, "env": env}})
+	patched := settle(t, owner, wsSources+"/"+src.ID)
 	var stored string
 	if err := f.store.Pool().QueryRow(context.Background(), `SELECT config->'env'->>'API_TOKEN' FROM sources WHERE id = $1`, src.ID).Scan(&stored); err != nil || stored != secret {
 		t.Fatalf("stored secret after an edit with the mask: %q %v", stored, err)
@@ -333,12 +358,11 @@ func TestMCPSourcesSecretsAndImport(t *testing.T) {
 	if err := json.Unmarshal([]byte(done.body), &plan); err != nil || done.status != 201 || plan.Created["everything"] == "" || plan.Created["remote"] == "" {
 		t.Fatalf("import: %d %s", done.status, done.body)
 	}
-	var imported, remote sourceResp
-	owner.api("GET", wsSources+"/"+plan.Created["everything"], nil).json(t, &imported)
+	imported := settle(t, owner, wsSources+"/"+plan.Created["everything"])
 	if imported.State != "ready" || imported.ToolCount < 5 {
 		t.Fatalf("imported everything: %+v", imported)
 	}
-	owner.api("GET", wsSources+"/"+plan.Created["remote"], nil).json(t, &remote)
+	remote := settle(t, owner, wsSources+"/"+plan.Created["remote"])
 	if remote.State != "failed" || !strings.Contains(remote.Error, "refused") {
 		t.Fatalf("imported remote (nothing listens on port 1): %+v", remote)
 	}
@@ -372,6 +396,8 @@ func TestSourcesConsole(t *testing.T) {
 		t.Fatalf("save: %d %q %s", saved.status, saved.header.Get("Location"), excerpt(saved.body))
 	}
 	detailURL := saved.header.Get("Location")
+	id := detailURL[strings.LastIndex(detailURL, "/")+1:]
+	settle(t, f.owner, wsSources+"/"+id)
 	detail := f.owner.get(detailURL)
 	for _, want := range []string{"greeter.query.hello", "greeter.mutation.setGreeting", "greeter.graphql", "Say hello.", "required", "auto"} {
 		if !strings.Contains(detail.body, want) {
@@ -399,6 +425,7 @@ func TestSourcesConsole(t *testing.T) {
 	if res := f.owner.post(detailURL, url.Values{"name": {"Greeter Two"}, "type": {"graphql"}, "schema": {sdl}}, false); res.status != 303 {
 		t.Fatalf("edit: %d %s", res.status, excerpt(res.body))
 	}
+	settle(t, f.owner, wsSources+"/"+id)
 	if res := f.owner.get(detailURL); !strings.Contains(res.body, "greeter-two.query.hello") {
 		t.Fatal("renaming did not rename the namespace")
 	}
@@ -418,4 +445,26 @@ func TestSourcesConsole(t *testing.T) {
 func lastLines(s string, n int) string {
 	lines := strings.Split(strings.TrimSpace(s), "\n")
 	return strings.Join(lines[max(0, len(lines)-n):], "\n")
+}
+
+// riverJobs lists the queue's jobs, to explain a source that never settles.
+func riverJobs(e *env) string {
+	rows, err := e.store.Pool().Query(context.Background(), `SELECT id, state, args::text, attempt, errors::text FROM river_job ORDER BY id`)
+	if err != nil {
+		return err.Error()
+	}
+	defer rows.Close()
+	var b strings.Builder
+	for rows.Next() {
+		var id int64
+		var attempt int
+		var state, args string
+		var errs *string
+		_ = rows.Scan(&id, &state, &args, &attempt, &errs)
+		b.WriteString(fmt.Sprintf("\n  %d %s %s attempt %d", id, state, args, attempt))
+		if errs != nil {
+			b.WriteString(" " + *errs)
+		}
+	}
+	return b.String()
 }

@@ -58,15 +58,6 @@ func (s *Server) createWorkspace(c echo.Context) error {
 	return s.seeOther(c, paths.Workspace(org.Slug, w.Slug))
 }
 
-func (s *Server) workspaceHome(c echo.Context) error {
-	s.sessions.Put(c.Request().Context(), sessionOrgKey, orgOf(c).Slug)
-	m, err := s.meta(c, workspaceOf(c).Name, "overview")
-	if err != nil {
-		return err
-	}
-	return render(c, http.StatusOK, workspaces.Home(workspaces.HomePage{Meta: m}))
-}
-
 // comingSoon answers the workspace sections later parts build.
 func (s *Server) comingSoon(c echo.Context) error {
 	section, ok := layout.SectionByKey(c.Param("section"))

@@ -7,11 +7,13 @@ import (
 	"log/slog"
 	"strings"
 
-	"github.com/meilisearch/meilisearch-go"
-
 	"github.com/toolgate/toolgate/db"
 	"github.com/toolgate/toolgate/internal/config"
 	"github.com/toolgate/toolgate/internal/embedded"
+	"github.com/toolgate/toolgate/internal/registry"
+	"github.com/toolgate/toolgate/internal/search"
+	"github.com/toolgate/toolgate/internal/sources"
+	"github.com/toolgate/toolgate/internal/worker"
 )
 
 // app is an opened instance: configuration, database, search and, on the
@@ -22,7 +24,7 @@ type app struct {
 	store     *db.Store
 	meiliURL  string
 	meiliKey  string
-	meili     meilisearch.ServiceManager
+	index     *search.Meili
 	supervise *embedded.Supervisor
 }
 
@@ -57,15 +59,46 @@ func open(ctx context.Context, stderr io.Writer, getenv func(string) string, nee
 		a.close(ctx)
 		return nil, err
 	}
-	if err := db.Migrate(ctx, a.store.DB()); err != nil {
+	if err := db.Migrate(ctx, a.store.Pool()); err != nil {
 		a.close(ctx)
 		return nil, err
 	}
 	if needMeili {
 		a.meiliURL, a.meiliKey = meiliURL, meiliKey
-		a.meili = meilisearch.New(meiliURL, meilisearch.WithAPIKey(meiliKey))
+		a.index = search.NewMeili(meiliURL, meiliKey, cfg.MeiliIndex)
+		if err := a.index.EnsureSettings(ctx); err != nil {
+			// Search falls back to PostgreSQL; the reconcile fills the index later.
+			a.log.Warn("meilisearch settings not applied; searching PostgreSQL until it answers", "error", err.Error())
+		}
 	}
 	return a, nil
+}
+
+// refresher is the one function that refreshes sources, for the worker.
+func (a *app) refresher() *registry.Refresher {
+	return &registry.Refresher{
+		Store:      a.store,
+		Discoverer: registry.NewDiscoverer(a.cfg.AllowPrivateNetworks, a.cfg.OutboundTimeout, version),
+		Rules:      sources.Rules{AllowStdio: a.cfg.AllowStdio},
+		Log:        a.log,
+		Index:      a.index,
+	}
+}
+
+// searcher is Meilisearch with the PostgreSQL fallback.
+func (a *app) searcher() *search.Fallback {
+	return &search.Fallback{Primary: a.index, Secondary: &search.Postgres{Store: a.store}, Log: a.log}
+}
+
+// queue runs jobs in this process when work is set, else only enqueues.
+func (a *app) queue(work bool) (*worker.Queue, error) {
+	if !work {
+		return worker.NewQueue(a.store)
+	}
+	return worker.New(a.store, a.refresher(), a.log, worker.Options{
+		Concurrency: a.cfg.WorkerConcurrency, JobTimeout: a.cfg.JobTimeout,
+		RefreshInterval: a.cfg.RefreshInterval, ReconcileInterval: a.cfg.ReconcileInterval,
+	})
 }
 
 // close releases the database and stops the embedded services.
@@ -73,8 +106,8 @@ func (a *app) close(ctx context.Context) {
 	if a.store != nil {
 		a.store.Close()
 	}
-	if a.meili != nil {
-		a.meili.Close()
+	if a.index != nil {
+		a.index.Close()
 	}
 	if a.supervise != nil {
 		if err := a.supervise.Stop(context.WithoutCancel(ctx)); err != nil {
@@ -96,7 +129,7 @@ func newLogger(cfg config.Config, w io.Writer) *slog.Logger {
 
 // meiliCheck is the readiness check of Meilisearch: reachable, and the key works.
 func (a *app) meiliCheck(ctx context.Context) error {
-	if _, err := a.meili.VersionWithContext(ctx); err != nil {
+	if err := a.index.Health(ctx); err != nil {
 		return fmt.Errorf("meilisearch: %w", err)
 	}
 	return nil

@@ -61,7 +61,11 @@ func TestUsersCreatePrintsAWorkingToken(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer a.close(context.Background())
-	srv := httptest.NewServer(a.handler(memstore.New()))
+	q, err := a.queue(false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(a.handler(memstore.New(), q))
 	defer srv.Close()
 	req, _ := http.NewRequest("GET", srv.URL+"/api/v1/orgs/ops-team", nil)
 	req.Header.Set("Authorization", "Bearer "+token)

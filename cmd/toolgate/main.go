@@ -19,8 +19,13 @@ var version = "dev"
 const usage = `toolgate: the control plane between AI agents and the tools they call.
 
 Usage:
-  toolgate serve              run the console and JSON API (embedded PostgreSQL and
-                              Meilisearch unless DATABASE_URL / MEILI_URL are set)
+  toolgate serve [--worker=false]
+                              run the console and JSON API, and the worker unless
+                              --worker=false (embedded PostgreSQL and Meilisearch
+                              unless DATABASE_URL / MEILI_URL are set)
+  toolgate worker             run the background worker alone (any number may run)
+  toolgate reindex [--org SLUG]
+                              rebuild the search index from PostgreSQL
   toolgate migrate            apply database migrations and exit
   toolgate users create --email E --password-stdin [--name N] [--org NAME] [--token]
                               create an account (and organization) headlessly
@@ -46,6 +51,10 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	switch args[0] {
 	case "serve":
 		err = serve(ctx, args[1:], stdout, stderr, getenv)
+	case "worker":
+		err = runWorker(ctx, stderr, getenv)
+	case "reindex":
+		err = reindex(ctx, args[1:], stdout, stderr, getenv)
 	case "migrate":
 		err = migrate(ctx, stderr, getenv)
 	case "users":

@@ -20,6 +20,7 @@ import (
 
 	"github.com/toolgate/toolgate/handlers"
 	"github.com/toolgate/toolgate/internal/tenancy"
+	"github.com/toolgate/toolgate/internal/worker"
 )
 
 // shutdownGrace is how long in-flight requests may finish after a signal.
@@ -28,9 +29,7 @@ const shutdownGrace = 10 * time.Second
 func serve(ctx context.Context, args []string, stdout, stderr io.Writer, getenv func(string) string) error {
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	// The worker arrives with the registry (Part 3); the flag is accepted now
-	// so deployment files need no change then.
-	fs.Bool("worker", true, "run the background worker in this process")
+	work := fs.Bool("worker", true, "also run the background worker in this process")
 	if err := fs.Parse(args); err != nil {
 		return errUsage
 	}
@@ -47,12 +46,22 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer, getenv 
 			return err
 		}
 	}
+	q, err := a.queue(*work)
+	if err != nil {
+		return err
+	}
+	if *work {
+		if err := q.Start(ctx); err != nil {
+			return fmt.Errorf("start worker: %w", err)
+		}
+		defer stopQueue(ctx, a, q)
+	}
 	ln, err := net.Listen("tcp", a.cfg.Addr)
 	if err != nil {
 		return fmt.Errorf("listen on %s (TOOLGATE_ADDR): %w", a.cfg.Addr, err)
 	}
 	srv := &http.Server{
-		Handler:           a.handler(sessionStore),
+		Handler:           a.handler(sessionStore, q),
 		ReadHeaderTimeout: 10 * time.Second,
 		ReadTimeout:       60 * time.Second,
 		IdleTimeout:       120 * time.Second,
@@ -77,18 +86,29 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer, getenv 
 }
 
 // handler is the whole HTTP surface of the instance.
-func (a *app) handler(sessions scs.Store) http.Handler {
+func (a *app) handler(sessions scs.Store, q *worker.Queue) http.Handler {
 	return handlers.New(handlers.Deps{
-		Config:   a.cfg,
-		Store:    a.store,
-		Sessions: handlers.NewSessions(a.cfg, sessions),
-		Logger:   a.log,
-		Version:  version,
+		Config:    a.cfg,
+		Store:     a.store,
+		Sessions:  handlers.NewSessions(a.cfg, sessions),
+		Logger:    a.log,
+		Version:   version,
+		Refresher: q,
+		Search:    a.searcher(),
 		Checks: map[string]func(context.Context) error{
 			"postgresql":  a.store.Ping,
 			"meilisearch": a.meiliCheck,
 		},
 	})
+}
+
+// stopQueue lets running jobs finish within the shutdown grace.
+func stopQueue(ctx context.Context, a *app, q *worker.Queue) {
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), shutdownGrace)
+	defer cancel()
+	if err := q.Stop(sctx); err != nil {
+		a.log.Error("stop worker", "error", err)
+	}
 }
 
 // seedDemo creates the demo organization once and prints how to sign in.

@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/url"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"time"
@@ -61,6 +62,17 @@ type Config struct {
 	// OutboundTimeout bounds each outbound request (spec, endpoint, MCP).
 	OutboundTimeout time.Duration
 
+	// MeiliIndex is the name of the tools index.
+	MeiliIndex string
+	// RefreshInterval is how often URL-based and remote sources are refreshed.
+	RefreshInterval time.Duration
+	// ReconcileInterval is how often the search index is checked against PostgreSQL.
+	ReconcileInterval time.Duration
+	// WorkerConcurrency is how many jobs one worker runs at once.
+	WorkerConcurrency int
+	// JobTimeout bounds one job; jobs of a dead worker are retried after twice this.
+	JobTimeout time.Duration
+
 	// LogFormat is json or text; LogLevel is debug, info, warn or error.
 	LogFormat string
 	LogLevel  string
@@ -97,6 +109,11 @@ var Vars = []Var{
 	{"TOOLGATE_ALLOW_STDIO", "true on the embedded default, else false", "Allow MCP sources that run a command on this server (stdio transport)."},
 	{"TOOLGATE_ALLOW_PRIVATE_NETWORKS", "false", "Let outbound requests (spec URLs, GraphQL and MCP endpoints) reach private and loopback addresses; cloud metadata addresses stay refused."},
 	{"TOOLGATE_OUTBOUND_TIMEOUT", "20s", "Time limit of each outbound request: fetching a spec, introspecting GraphQL, reaching a remote MCP server."},
+	{"TOOLGATE_MEILI_INDEX", "tools", "Name of the Meilisearch index of tools."},
+	{"TOOLGATE_REFRESH_INTERVAL", "6h", "How often sources fetched from a URL or a remote server are refreshed (an unchanged spec answers 304 to its ETag)."},
+	{"TOOLGATE_RECONCILE_INTERVAL", "1m", "How often the worker repairs the search index from PostgreSQL."},
+	{"TOOLGATE_WORKER_CONCURRENCY", "4", "How many jobs one worker runs at once."},
+	{"TOOLGATE_JOB_TIMEOUT", "5m", "Time limit of one job; the jobs of a worker that died are retried after twice this."},
 	{"TOOLGATE_LOG_FORMAT", "json", "Log format: json or text."},
 	{"TOOLGATE_LOG_LEVEL", "info", "Log level: debug, info, warn or error."},
 }
@@ -152,6 +169,14 @@ func Load(getenv func(string) string) (Config, error) {
 	c.AllowStdio = r.boolean("TOOLGATE_ALLOW_STDIO", c.DatabaseURL == "")
 	c.AllowPrivateNetworks = r.boolean("TOOLGATE_ALLOW_PRIVATE_NETWORKS", false)
 	c.OutboundTimeout = r.duration("TOOLGATE_OUTBOUND_TIMEOUT", 20*time.Second)
+	c.MeiliIndex = r.str("TOOLGATE_MEILI_INDEX", "tools")
+	if !indexName.MatchString(c.MeiliIndex) {
+		r.fail("TOOLGATE_MEILI_INDEX", "must be letters, digits, - and _ (at most 400)")
+	}
+	c.RefreshInterval = r.duration("TOOLGATE_REFRESH_INTERVAL", 6*time.Hour)
+	c.ReconcileInterval = r.duration("TOOLGATE_RECONCILE_INTERVAL", time.Minute)
+	c.WorkerConcurrency = r.integer("TOOLGATE_WORKER_CONCURRENCY", 4, 1, 64)
+	c.JobTimeout = r.duration("TOOLGATE_JOB_TIMEOUT", 5*time.Minute)
 	if c.DataDir == "" {
 		r.fail("TOOLGATE_DATA_DIR", "must not be empty")
 	} else if abs, err := filepath.Abs(c.DataDir); err == nil {
@@ -204,6 +229,21 @@ func (r *reader) boolean(name string, def bool) bool {
 		return def
 	}
 	return b
+}
+
+var indexName = regexp.MustCompile(`^[A-Za-z0-9_-]{1,400}$`)
+
+func (r *reader) integer(name string, def, lo, hi int) int {
+	v := r.str(name, "")
+	if v == "" {
+		return def
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < lo || n > hi {
+		r.fail(name, fmt.Sprintf("must be a whole number from %d to %d (got %q)", lo, hi, v))
+		return def
+	}
+	return n
 }
 
 func (r *reader) duration(name string, def time.Duration) time.Duration {

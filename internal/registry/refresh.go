@@ -6,24 +6,33 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sort"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/toolgate/toolgate/db"
+	"github.com/toolgate/toolgate/internal/search"
 	"github.com/toolgate/toolgate/internal/sources"
 )
 
-// Refresher discovers sources and stores their tools.
+// Refresher discovers sources, stores their tools as generations and keeps
+// the search index level with PostgreSQL.
 type Refresher struct {
 	Store      *db.Store
 	Discoverer *Discoverer
 	Rules      sources.Rules
 	Log        *slog.Logger
+	// Index is the Meilisearch index; nil leaves searching to PostgreSQL.
+	Index *search.Meili
 }
 
 // Refresh discovers one source and stores what it found. A failed
 // discovery is recorded on the source (state failed, with the error) and
 // keeps the last good tools; the returned error is only for failures to
-// read or write the store. Part 3's worker schedules exactly this function.
+// read or write PostgreSQL, which the worker retries. A disabled source is
+// not discovered: its stored tools are rewritten as hidden. The worker's
+// refresh job runs exactly this function.
 func (r *Refresher) Refresh(ctx context.Context, orgID int64, id string) error {
 	src, err := r.Store.Source(ctx, orgID, id)
 	if err != nil {
@@ -33,7 +42,14 @@ func (r *Refresher) Refresh(ctx context.Context, orgID int64, id string) error {
 		return fmt.Errorf("mark source %s loading: %w", id, err)
 	}
 	start := time.Now()
-	result, notModified, derr := r.discover(ctx, src)
+	var result db.DiscoveryResult
+	var notModified bool
+	var derr error
+	if src.Enabled {
+		result, notModified, derr = r.discover(ctx, src)
+	} else {
+		result, derr = r.stored(ctx, src)
+	}
 	ms := int(time.Since(start).Milliseconds())
 	switch {
 	case derr != nil:
@@ -43,14 +59,129 @@ func (r *Refresher) Refresh(ctx context.Context, orgID int64, id string) error {
 		}
 		return nil
 	case notModified:
-		return r.Store.MarkUnchanged(ctx, orgID, id)
+		if err := r.Store.MarkUnchanged(ctx, orgID, id); err != nil {
+			return err
+		}
+		return r.IndexIfBehind(ctx, orgID, id)
 	}
 	result.DiscoveryMS = ms
-	if err := r.Store.SaveDiscovery(ctx, orgID, id, result); err != nil {
+	result.Signature = Signature(src, result.SpecHash)
+	docs := search.DocsFor(src, result.Tools)
+	for i := range result.Tools {
+		result.Tools[i].DocHash = docs[i].Hash()
+	}
+	written, err := r.Store.SaveDiscovery(ctx, orgID, id, result)
+	if err != nil {
 		return fmt.Errorf("save tools of source %s: %w", id, err)
 	}
-	r.Log.Info("source discovered", "source", id, "type", src.Type, "tools", len(result.Tools), "duration_ms", ms)
-	return nil
+	if written.Unchanged {
+		return r.IndexIfBehind(ctx, orgID, id)
+	}
+	r.Log.Info("source discovered", "source", id, "type", src.Type, "tools", len(result.Tools), "generation", written.Generation, "duration_ms", ms)
+	return r.index(ctx, src, written, docs)
+}
+
+// Signature summarizes what a source's tool set depends on: an unchanged
+// signature means a refresh has nothing to write.
+func Signature(src db.Source, specHash string) string {
+	return sources.Hash([]byte(strings.Join([]string{specHash, src.AuthFingerprint, strconv.Itoa(src.ConfigVersion),
+		strconv.FormatBool(src.Enabled), src.UpdatedAt.UTC().Format(time.RFC3339Nano), src.Name, src.Slug}, "\x00")))
+}
+
+// index brings Meilisearch to the written generation by difference: only
+// added and changed documents are sent, removed ones deleted.
+func (r *Refresher) index(ctx context.Context, src db.Source, w db.Written, docs []search.Doc) error {
+	if r.Index == nil {
+		return r.Store.MarkIndexed(ctx, src.ID, w.Generation)
+	}
+	var upserts []search.Doc
+	current := make(map[string]bool, len(docs))
+	for _, d := range docs {
+		current[d.Path] = true
+		if w.Previous[d.Path] != d.Hash() {
+			upserts = append(upserts, d)
+		}
+	}
+	var deletes []string
+	for path := range w.Previous {
+		if !current[path] {
+			deletes = append(deletes, search.DocID(src.ID, path))
+		}
+	}
+	err := r.Index.Upsert(ctx, upserts)
+	if err == nil && len(deletes) > 0 {
+		err = r.Index.Delete(ctx, deletes)
+	}
+	if err != nil {
+		r.Log.Warn("search index update failed; the reconcile will retry", "source", src.ID, "error", err.Error())
+		return r.Store.MarkIndexFailed(context.WithoutCancel(ctx), src.ID, w.Generation, err.Error())
+	}
+	r.Log.Info("source indexed", "source", src.ID, "upserted", len(upserts), "deleted", len(deletes), "generation", w.Generation)
+	return r.Store.MarkIndexed(ctx, src.ID, w.Generation)
+}
+
+// IndexIfBehind reindexes a source whose index lags behind its generation.
+func (r *Refresher) IndexIfBehind(ctx context.Context, orgID int64, id string) error {
+	src, err := r.Store.Source(ctx, orgID, id)
+	if err != nil || src.IndexedGeneration == src.Generation {
+		return err
+	}
+	return r.Reindex(ctx, src)
+}
+
+// Reindex replaces a source's documents in Meilisearch with its current
+// generation from PostgreSQL, which is the truth.
+func (r *Refresher) Reindex(ctx context.Context, src db.Source) error {
+	tools, err := r.Store.AllTools(ctx, src.OrgID, src.ID)
+	if err != nil {
+		return err
+	}
+	if r.Index == nil {
+		return r.Store.MarkIndexed(ctx, src.ID, src.Generation)
+	}
+	err = r.Index.DeleteWhere(ctx, src.OrgID, src.ID)
+	if err == nil {
+		err = r.Index.Upsert(ctx, search.DocsFor(src, tools))
+	}
+	if err != nil {
+		return r.Store.MarkIndexFailed(context.WithoutCancel(ctx), src.ID, src.Generation, err.Error())
+	}
+	return r.Store.MarkIndexed(ctx, src.ID, src.Generation)
+}
+
+// Unindex removes a deleted source's documents from Meilisearch.
+func (r *Refresher) Unindex(ctx context.Context, orgID int64, sourceID string) error {
+	if r.Index == nil {
+		return nil
+	}
+	return r.Index.DeleteWhere(ctx, orgID, sourceID)
+}
+
+// stored rebuilds the result from the tools already stored, for a source
+// that is not discovered (disabled): the tool set stays, its documents and,
+// after a rename, its paths change.
+func (r *Refresher) stored(ctx context.Context, src db.Source) (db.DiscoveryResult, error) {
+	tools, err := r.Store.AllTools(ctx, src.OrgID, src.ID)
+	if err != nil {
+		return db.DiscoveryResult{}, err
+	}
+	disc := &sources.Discovery{SpecHash: src.SpecHash, ETag: src.ETag, BaseURL: src.BaseURL, Server: src.Server}
+	_ = json.Unmarshal(src.Warnings, &disc.Warnings)
+	if db.Present(src.AuthProfile) {
+		disc.AuthProfile = &sources.AuthProfile{}
+		_ = json.Unmarshal(src.AuthProfile, disc.AuthProfile)
+	}
+	for _, t := range tools {
+		tool := sources.Tool{Name: t.Name, Title: t.Title, Description: t.Description, InputSchema: t.InputSchema,
+			DefaultApproval: sources.Approval(t.DefaultApproval), Ref: t.Ref}
+		if db.Present(t.OutputSchema) {
+			tool.OutputSchema = t.OutputSchema
+		}
+		_ = json.Unmarshal(t.Annotations, &tool.Annotations)
+		disc.Tools = append(disc.Tools, tool)
+	}
+	result, _, err := Stored(src.Slug, disc)
+	return result, err
 }
 
 func (r *Refresher) discover(ctx context.Context, src db.Source) (db.DiscoveryResult, bool, error) {
@@ -98,7 +229,24 @@ func Stored(namespace string, disc *sources.Discovery) (db.DiscoveryResult, bool
 			approval = sources.ApprovalRequired
 		}
 		out.Tools[i] = db.SourceTool{Path: t.Path, Name: t.Name, Aliases: t.Aliases, Title: t.Title, Description: t.Description,
-			InputSchema: in, OutputSchema: t.OutputSchema, Annotations: ann, DefaultApproval: string(approval), Ref: ref}
+			InputSchema: in, OutputSchema: t.OutputSchema, Annotations: ann, DefaultApproval: string(approval), Ref: ref,
+			Params: paramNames(in)}
 	}
 	return out, false, nil
+}
+
+// paramNames lists the top-level argument names of an input schema, for search.
+func paramNames(schema json.RawMessage) []string {
+	var s struct {
+		Properties map[string]json.RawMessage `json:"properties"`
+	}
+	if json.Unmarshal(schema, &s) != nil {
+		return nil
+	}
+	names := make([]string, 0, len(s.Properties))
+	for name := range s.Properties {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	return names
 }

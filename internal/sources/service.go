@@ -14,10 +14,11 @@ import (
 	"github.com/toolgate/toolgate/internal/validation"
 )
 
-// Refresher refreshes a saved source: registry.Refresher today, the
-// worker's queue in Part 3.
+// Refresher refreshes saved sources and removes deleted ones from the
+// search index: the worker's queue (worker.Queue) enqueues both as jobs.
 type Refresher interface {
 	Refresh(ctx context.Context, orgID int64, id string) error
+	Unindex(ctx context.Context, orgID int64, id string) error
 }
 
 // Discoverer runs discovery without saving (the Test button).
@@ -75,8 +76,8 @@ func (s *Service) check(in *Input) (Config, validation.Errors) {
 }
 
 // Create saves a source in the workspace (or, with scope organization, for
-// the whole organization) and refreshes it. A failed discovery still saves
-// the source, in state failed with its error.
+// the whole organization) and enqueues its refresh. A failed discovery
+// still leaves the source saved, in state failed with its error.
 func (s *Service) Create(ctx context.Context, orgID int64, workspaceID *int64, in Input) (db.Source, error) {
 	cfg, problems := s.check(&in)
 	if in.Scope == ScopeWorkspace && workspaceID == nil {
@@ -148,12 +149,21 @@ func (s *Service) Update(ctx context.Context, src db.Source, p Patch) (db.Source
 	return s.Store.Source(ctx, src.OrgID, updated.ID)
 }
 
+// Delete removes a source and its tools, and enqueues removing its
+// documents from the search index.
+func (s *Service) Delete(ctx context.Context, src db.Source) error {
+	if err := s.Store.DeleteSource(ctx, src.OrgID, src.ID); err != nil {
+		return err
+	}
+	return s.Refresher.Unindex(ctx, src.OrgID, src.ID)
+}
+
 // SetEnabled turns a source on or off.
 func (s *Service) SetEnabled(ctx context.Context, src db.Source, enabled bool) (db.Source, error) {
 	return s.Update(ctx, src, Patch{Enabled: &enabled})
 }
 
-// Refresh rediscovers a saved source now.
+// Refresh enqueues a rediscovery of a saved source.
 func (s *Service) Refresh(ctx context.Context, src db.Source) (db.Source, error) {
 	if err := s.Refresher.Refresh(ctx, src.OrgID, src.ID); err != nil {
 		return db.Source{}, err

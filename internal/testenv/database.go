@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/rand"
 	"crypto/sha256"
-	"database/sql"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -140,15 +139,15 @@ func migrate(ctx context.Context, serverURL, database string) error {
 	if err != nil {
 		return err
 	}
-	sqlDB, err := sql.Open("pgx", u)
+	pool, err := pgxpool.New(ctx, u)
 	if err != nil {
 		return fmt.Errorf("open template: %w", err)
 	}
-	defer sqlDB.Close()
-	if err := db.Migrate(ctx, sqlDB); err != nil {
+	defer pool.Close()
+	if err := db.Migrate(ctx, pool); err != nil {
 		return fmt.Errorf("migrate template: %w", err)
 	}
-	return sqlDB.Close()
+	return nil
 }
 
 // migrationsHash is a hex sha256 of the migration files' names and contents.

@@ -67,7 +67,7 @@ func (m Meta) htmxHeaders() string {
 // until then they show as coming soon.
 var Sections = []Section{
 	{Key: "sources", Label: "Sources", Ready: true},
-	{Key: "tools", Label: "Tools"},
+	{Key: "tools", Label: "Tools", Ready: true},
 	{Key: "credentials", Label: "Credentials"},
 	{Key: "policies", Label: "Policies"},
 	{Key: "approvals", Label: "Approvals"},
