@@ -23,9 +23,9 @@ import (
 	"github.com/toolgate/toolgate/internal/registry"
 	"github.com/toolgate/toolgate/internal/search"
 	"github.com/toolgate/toolgate/internal/sources"
-	"github.com/toolgate/toolgate/internal/worker"
 	"github.com/toolgate/toolgate/internal/tenancy"
 	"github.com/toolgate/toolgate/internal/testenv"
+	"github.com/toolgate/toolgate/internal/worker"
 )
 
 func TestMain(m *testing.M) { testenv.Main(m) }
