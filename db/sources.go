@@ -362,11 +362,14 @@ func (s *Store) MarkIndexFailed(ctx context.Context, id string, generation int64
 	return err
 }
 
-// Unindexed lists sources whose index lags behind PostgreSQL.
+// Unindexed lists sources whose index lags behind PostgreSQL, leaving out
+// those a refresh is writing right now (unless it stalled for 10 minutes).
 func (s *Store) Unindexed(ctx context.Context, limit int) ([]Source, error) {
 	out := []Source{}
 	err := s.db.SelectContext(ctx, &out, `SELECT `+sourceColumns+sourceFrom+`
-		WHERE s.indexed_generation <> s.generation ORDER BY s.updated_at LIMIT $1`, limit)
+		WHERE s.indexed_generation <> s.generation
+		AND NOT (s.state IN ('loading', 'indexing') AND s.last_refreshed_at > now() - interval '10 minutes')
+		ORDER BY s.updated_at LIMIT $1`, limit)
 	return out, err
 }
 

@@ -204,7 +204,7 @@ func (s *Server) catalogPage(c echo.Context) error {
 		next.Set("offset", strconv.Itoa(q.Offset+q.Limit))
 		r.MoreURL = base + "?" + next.Encode()
 	}
-	if isHTMX(c) && c.Request().Header.Get("HX-Target") == "results" {
+	if isHTMX(c) {
 		return render(c, http.StatusOK, tools.ResultsList(r))
 	}
 	m, err := s.meta(c, "Tools", "tools")

@@ -129,8 +129,10 @@ func (r *Refresher) IndexIfBehind(ctx context.Context, orgID int64, id string) e
 	return r.Reindex(ctx, src)
 }
 
-// Reindex replaces a source's documents in Meilisearch with its current
-// generation from PostgreSQL, which is the truth.
+// Reindex brings a source's documents in Meilisearch to its current
+// generation from PostgreSQL, which is the truth: the current documents are
+// added first, then any other document of the source is removed, so
+// searches never find the source empty meanwhile.
 func (r *Refresher) Reindex(ctx context.Context, src db.Source) error {
 	tools, err := r.Store.AllTools(ctx, src.OrgID, src.ID)
 	if err != nil {
@@ -139,9 +141,23 @@ func (r *Refresher) Reindex(ctx context.Context, src db.Source) error {
 	if r.Index == nil {
 		return r.Store.MarkIndexed(ctx, src.ID, src.Generation)
 	}
-	err = r.Index.DeleteWhere(ctx, src.OrgID, src.ID)
+	docs := search.DocsFor(src, tools)
+	err = r.Index.Upsert(ctx, docs)
+	var held map[string]bool
 	if err == nil {
-		err = r.Index.Upsert(ctx, search.DocsFor(src, tools))
+		held, err = r.Index.IDs(ctx, src.OrgID, src.ID)
+	}
+	if err == nil {
+		for _, d := range docs {
+			delete(held, d.ID)
+		}
+		stale := make([]string, 0, len(held))
+		for id := range held {
+			stale = append(stale, id)
+		}
+		if len(stale) > 0 {
+			err = r.Index.Delete(ctx, stale)
+		}
 	}
 	if err != nil {
 		return r.Store.MarkIndexFailed(context.WithoutCancel(ctx), src.ID, src.Generation, err.Error())
