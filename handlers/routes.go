@@ -76,6 +76,7 @@ func (s *Server) routes(e *echo.Echo) {
 	ws.POST("/sources/import", s.importSources, requireRole(auth.Admin))
 	src := ws.Group("/sources/:id", s.loadSource)
 	src.GET("", s.sourcePage)
+	src.GET("/state", s.sourceState)
 	src.GET("/edit", s.editSourcePage, requireRole(auth.Admin))
 	src.POST("", s.updateSource, requireRole(auth.Admin))
 	src.POST("/test-form", s.testSourceForm, requireRole(auth.Admin))

@@ -252,6 +252,16 @@ func atoiOr(s string, def int) int {
 	return n
 }
 
+// sourceState answers the state badge's polling; when the refresh is over
+// it asks htmx to reload the page, which then shows the new tools.
+func (s *Server) sourceState(c echo.Context) error {
+	src := sourceOf(c)
+	if !viewsources.Busy(src.State) {
+		c.Response().Header().Set("HX-Refresh", "true")
+	}
+	return render(c, http.StatusOK, viewsources.StateBadge(sourceURL(c, src.ID)+"/state", src.State, src.Enabled))
+}
+
 func (s *Server) editSourcePage(c echo.Context) error {
 	v, err := s.viewOf(sourceOf(c))
 	if err != nil {

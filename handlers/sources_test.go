@@ -398,6 +398,9 @@ func TestSourcesConsole(t *testing.T) {
 	detailURL := saved.header.Get("Location")
 	id := detailURL[strings.LastIndex(detailURL, "/")+1:]
 	settle(t, f.owner, wsSources+"/"+id)
+	if st := f.member.do("GET", detailURL+"/state", nil, "", true); st.status != 200 || st.header.Get("HX-Refresh") != "true" || !strings.Contains(st.body, "ready") {
+		t.Fatalf("state poll after the refresh: %d %q %s", st.status, st.header.Get("HX-Refresh"), st.body)
+	}
 	detail := f.owner.get(detailURL)
 	for _, want := range []string{"greeter.query.hello", "greeter.mutation.setGreeting", "greeter.graphql", "Say hello.", "required", "auto"} {
 		if !strings.Contains(detail.body, want) {

@@ -174,3 +174,6 @@ func TransportOptions(allowStdio bool) []string {
 	}
 	return []string{"streamable-http", "sse"}
 }
+
+// Busy reports whether a refresh is queued or running.
+func Busy(state string) bool { return state == "queued" || state == "loading" || state == "indexing" }
