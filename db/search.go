@@ -3,6 +3,7 @@ package db
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"unicode"
 )
@@ -130,12 +131,6 @@ func IsStopWord(w string) bool { return stopWords[strings.ToLower(w)] }
 // three letters or more match as prefixes, so "pull" finds "pulls" and
 // "repo" finds "repos" in the unstemmed search_text.
 func concepts(text string, synonyms map[string][]string) []string {
-	term := func(w string) string {
-		if len([]rune(w)) >= 3 {
-			return w + ":*"
-		}
-		return w
-	}
 	var out []string
 	seen := map[string]bool{}
 	for _, w := range SplitWords(text) {
@@ -143,81 +138,166 @@ func concepts(text string, synonyms map[string][]string) []string {
 			continue
 		}
 		seen[w] = true
-		alts := []string{term(w)}
+		// Single words, kept apart so one that is a prefix of another
+		// covers it ("repos" covers "repository"), and phrases.
+		words := []string{w}
+		var phrases []string
 		for _, syn := range synonyms[w] {
-			words := SplitWords(syn)
-			for i, sw := range words {
-				words[i] = term(sw)
-			}
-			if len(words) > 1 {
-				alts = append(alts, "("+strings.Join(words, " & ")+")")
-			} else if len(words) == 1 {
-				alts = append(alts, words[0])
+			if sw := SplitWords(syn); len(sw) > 1 {
+				for i := range sw {
+					sw[i] = prefixTerm(sw[i])
+				}
+				phrases = append(phrases, "("+strings.Join(sw, " & ")+")")
+			} else if len(sw) == 1 {
+				words = append(words, sw[0])
 			}
 		}
-		out = append(out, strings.Join(alts, " | "))
+		var alts []string
+		for _, a := range words {
+			covered := false
+			for _, b := range words {
+				if b != a && len([]rune(b)) >= 3 && strings.HasPrefix(a, b) {
+					covered = true
+				}
+			}
+			if !covered && !slices.Contains(alts, prefixTerm(a)) {
+				alts = append(alts, prefixTerm(a))
+			}
+		}
+		out = append(out, strings.Join(append(alts, phrases...), " | "))
 	}
 	return out
 }
 
-// SearchTools is the PostgreSQL fallback of tool search. Candidates are the
-// tools whose tsv (path, name, alias and parameter words with weight A, the
-// description stemmed in English with weight B) matches any word of the
-// text or one of its synonyms, plus those pg_trgm finds similar to the text,
-// so a typo still finds something. They rank by how many of the text's
-// words they match, then by how many of them the description's first line
-// (its summary) holds, then by cover density and trigram similarity, and
-// last the shorter, more general path first. Empty text lists tools by
+// prefixTerm makes a word of three letters or more a prefix match.
+func prefixTerm(w string) string {
+	if len([]rune(w)) >= 3 {
+		return w + ":*"
+	}
+	return w
+}
+
+// rerank is how many candidates beyond the page get the costlier second
+// ranking (summary, cover density, trigram similarity).
+const rerank = 40
+
+// SearchTools is the PostgreSQL fallback of tool search.
+//
+// Candidates are the tools of the sources the workspace sees whose tsv
+// (path, name, alias and parameter words with weight A, the description
+// stemmed in English with weight B) matches any word of the text or one of
+// its synonyms. They rank by how many of the text's words they match; the
+// best of them (the page plus [rerank]) are then ordered by how many words
+// the description's first line (its summary) holds, a shorter summary, cover
+// density plus trigram word similarity, and a shorter, more general path.
+// When no word matches at all, pg_trgm's word similarity finds tools close
+// to the text, so a typo still finds something. Empty text lists tools by
 // path. It returns a page of hits and the total.
 func (s *Store) SearchTools(ctx context.Context, q ToolSearch) ([]ToolHit, int, error) {
-	where := []string{"s.org_id = $1", "(s.workspace_id = $2 OR s.scope = 'organization')"}
-	args := []any{q.OrgID, q.WorkspaceID}
-	arg := func(v any) string {
-		args = append(args, v)
-		return fmt.Sprintf("$%d", len(args))
-	}
-	if !q.IncludeDisabled {
-		where = append(where, "s.enabled")
-	}
-	if q.SourceID != "" {
-		where = append(where, "t.source_id = "+arg(q.SourceID))
-	}
-	if q.Type != "" {
-		where = append(where, "s.type = "+arg(q.Type))
-	}
-	if q.Approval != "" {
-		where = append(where, "t.default_approval = "+arg(q.Approval))
-	}
 	limit := q.Limit
 	if limit <= 0 {
 		limit = 20
 	}
-	score, order := "0", "t.path, t.source_id"
-	from := " FROM source_tools t JOIN sources s ON s.id = t.source_id"
-	if cs := concepts(q.Text, q.Synonyms); len(cs) > 0 {
+	offset := max(q.Offset, 0)
+	cs := concepts(q.Text, q.Synonyms)
+	if len(cs) == 0 {
+		return s.searchQuery(ctx, q, limit, offset, nil, "")
+	}
+	hits, total, err := s.searchQuery(ctx, q, limit, offset, cs, "")
+	if err != nil || total > 0 || offset > 0 {
+		return hits, total, err
+	}
+	return s.searchQuery(ctx, q, limit, offset, nil, strings.Join(SplitWords(q.Text), " "))
+}
+
+// searchQuery runs one of the three searches: full text over the concepts,
+// trigram similarity to typo, or (neither) the listing by path.
+//
+// Every one reads the tools of the visible sources through the primary key
+// (source_id), source by source, and tests the text on those rows rather
+// than asking the tsv index: a search's cost then follows what the
+// workspace sees, not every tool of every organization, and common words
+// ("list", "repository") would make the index return most of the table.
+func (s *Store) searchQuery(ctx context.Context, q ToolSearch, limit, offset int, cs []string, typo string) ([]ToolHit, int, error) {
+	var args []any
+	arg := func(v any) string {
+		args = append(args, v)
+		return fmt.Sprintf("$%d", len(args))
+	}
+	where := []string{"s.org_id = " + arg(q.OrgID), "(s.workspace_id = " + arg(q.WorkspaceID) + " OR s.scope = 'organization')"}
+	if !q.IncludeDisabled {
+		where = append(where, "s.enabled")
+	}
+	if q.SourceID != "" {
+		where = append(where, "s.id = "+arg(q.SourceID))
+	}
+	if q.Type != "" {
+		where = append(where, "s.type = "+arg(q.Type))
+	}
+	approval := ""
+	if q.Approval != "" {
+		approval = " AND t.default_approval = " + arg(q.Approval)
+	}
+	// visible is the rows of the tools the workspace sees, as t, with their
+	// source as s.
+	visible := ` FROM sources s CROSS JOIN LATERAL (SELECT t.source_id, t.path, t.tsv, t.description, t.search_text,
+			t.default_approval FROM source_tools t WHERE t.source_id = s.id` + approval + `) t
+		WHERE ` + strings.Join(where, " AND ")
+	const sourceColumns = `t.source_id, s.name AS source_name, s.type, t.path, t.description, t.default_approval, s.enabled`
+	var query string
+	switch {
+	case len(cs) > 0:
+		// Each word's query is a scalar subquery, computed once.
+		count := func(vector string) string {
+			parts := make([]string, len(cs))
+			for i, c := range cs {
+				p := arg(c)
+				parts[i] = "CAST(" + vector + " @@ (SELECT to_tsquery('simple', " + p + ") || to_tsquery('english', " + p + ")) AS int)"
+			}
+			return strings.Join(parts, " + ")
+		}
+		anyWord := arg("(" + strings.Join(cs, ") | (") + ")")
 		plain := arg(strings.Join(SplitWords(q.Text), " "))
-		// q.tq is any concept; q.cq holds each concept's query.
-		from += ` CROSS JOIN (SELECT to_tsquery('simple', a) || to_tsquery('english', a) AS tq,
-				(SELECT array_agg(to_tsquery('simple', c) || to_tsquery('english', c)) FROM unnest(CAST(` + arg(cs) + ` AS text[])) c) AS cq
-			FROM (SELECT ` + arg("("+strings.Join(cs, ") | (")+")") + ` AS a) x) q
-			CROSS JOIN LATERAL (SELECT to_tsvector('english', split_part(t.description, E'\n', 1)) AS sv) sm
-			CROSS JOIN LATERAL (SELECT
-				(SELECT count(*) FROM unnest(q.cq) c WHERE t.tsv @@ c) AS matched,
-				(SELECT count(*) FROM unnest(q.cq) c WHERE sm.sv @@ c) AS in_summary) m`
-		where = append(where, "(t.tsv @@ q.tq OR "+plain+" <% t.search_text)")
-		score = "m.matched + 0.5 * m.in_summary + ts_rank_cd(t.tsv, q.tq, 1) + word_similarity(" + plain + ", t.search_text)"
-		order = "m.matched DESC, m.in_summary DESC, length(sm.sv), score DESC, length(t.path), t.path, t.source_id"
+		// Stage one carries only keys, so the window and the sort over
+		// every candidate stay small; OFFSET 0 keeps the planner from
+		// copying matched into the WHERE clause, which would compute it
+		// twice. Stage two reads the best candidates back by primary key.
+		query = `WITH c AS MATERIALIZED (
+			SELECT source_id, path, matched, count(*) OVER () AS total FROM (
+				SELECT t.source_id, t.path, ` + count("t.tsv") + ` AS matched` + visible + `
+				OFFSET 0) x
+			WHERE matched > 0
+			ORDER BY matched DESC, length(path), path, source_id
+			LIMIT ` + arg(offset+limit+rerank) + `)
+		SELECT ` + sourceColumns + `, CAST(c.matched + 0.5 * m.in_summary + m.rank AS float8) AS score, c.total
+		FROM c JOIN source_tools t ON t.source_id = c.source_id AND t.path = c.path
+		JOIN sources s ON s.id = t.source_id
+		CROSS JOIN LATERAL (SELECT to_tsvector('english', split_part(t.description, E'\n', 1)) AS sv) sm
+		CROSS JOIN LATERAL (SELECT ` + count("sm.sv") + ` AS in_summary,
+			ts_rank_cd(t.tsv, (SELECT to_tsquery('simple', ` + anyWord + `) || to_tsquery('english', ` + anyWord + `)), 1)
+			+ word_similarity(` + plain + `, t.search_text) AS rank) m
+		ORDER BY c.matched DESC, m.in_summary DESC, length(sm.sv), m.rank DESC, length(t.path), t.path, t.source_id`
+	case typo != "":
+		p := arg(typo)
+		query = `SELECT ` + sourceColumns + `, CAST(word_similarity(` + p + `, t.search_text) AS float8) AS score,
+			count(*) OVER () AS total` + visible + ` AND ` + p + ` <% t.search_text
+		ORDER BY score DESC, length(t.path), t.path, t.source_id`
+	default:
+		query = `SELECT ` + sourceColumns + `, CAST(0 AS float8) AS score, count(*) OVER () AS total` + visible + `
+		ORDER BY t.path, t.source_id`
 	}
 	type row struct {
 		ToolHit
 		Total int `db:"total"`
 	}
 	var rows []row
-	err := s.db.SelectContext(ctx, &rows, `SELECT t.source_id, s.name AS source_name, s.type, t.path, t.description,
-		t.default_approval, s.enabled, CAST(`+score+` AS float8) AS score, count(*) OVER () AS total`+from+`
-		WHERE `+strings.Join(where, " AND ")+` ORDER BY `+order+` LIMIT `+arg(limit)+` OFFSET `+arg(max(q.Offset, 0)), args...)
-	if err != nil {
+	if err := s.db.SelectContext(ctx, &rows, query+` LIMIT `+arg(limit)+` OFFSET `+arg(offset), args...); err != nil {
 		return nil, 0, fmt.Errorf("search tools: %w", err)
+	}
+	if len(rows) == 0 && offset > 0 {
+		// Past the last page: the first row says the total.
+		_, total, err := s.searchQuery(ctx, q, 1, 0, cs, typo)
+		return []ToolHit{}, total, err
 	}
 	hits := make([]ToolHit, len(rows))
 	total := 0
@@ -225,15 +305,5 @@ func (s *Store) SearchTools(ctx context.Context, q ToolSearch) ([]ToolHit, int, 
 		hits[i] = r.ToolHit
 		total = r.Total
 	}
-	if len(rows) == 0 && q.Offset > 0 {
-		// Past the last page: count separately so the total stays right.
-		if err := s.db.GetContext(ctx, &total, `SELECT count(*) FROM (`+countQuery(from, where)+`) c`, args[:len(args)-2]...); err != nil {
-			return nil, 0, fmt.Errorf("count tools: %w", err)
-		}
-	}
 	return hits, total, nil
-}
-
-func countQuery(from string, where []string) string {
-	return `SELECT 1` + from + ` WHERE ` + strings.Join(where, " AND ")
 }

@@ -387,7 +387,8 @@ func (s *Store) SourcesOf(ctx context.Context, orgID int64) ([]Source, error) {
 func (s *Store) DueForRefresh(ctx context.Context, olderThan time.Time) ([]Source, error) {
 	out := []Source{}
 	err := s.db.SelectContext(ctx, &out, `SELECT `+sourceColumns+sourceFrom+`
-		WHERE s.enabled AND (s.last_refreshed_at IS NULL OR s.last_refreshed_at < $1)
+		WHERE s.enabled AND s.state NOT IN ('queued', 'loading', 'indexing')
+		AND (s.last_refreshed_at IS NULL OR s.last_refreshed_at < $1)
 		AND ((s.type = 'openapi' AND jsonb_typeof(s.config->'spec') = 'string' AND s.config->>'spec' ~ '^https?://')
 		  OR (s.type = 'mcp' AND s.config->>'transport' IN ('streamable-http', 'sse'))
 		  OR (s.type = 'graphql' AND COALESCE(s.config->>'schema', '') = ''))
@@ -470,4 +471,17 @@ func (s *Store) Now(ctx context.Context) (time.Time, error) {
 	var t time.Time
 	err := s.pool.QueryRow(ctx, `SELECT clock_timestamp()`).Scan(&t)
 	return t, err
+}
+
+// DeleteSourceTx removes a source and its tools in a transaction that also
+// enqueues removing its search documents.
+func DeleteSourceTx(ctx context.Context, tx pgx.Tx, orgID int64, id string) error {
+	tag, err := tx.Exec(ctx, `DELETE FROM sources WHERE org_id = $1 AND id = $2`, orgID, id)
+	if err != nil {
+		return err
+	}
+	if tag.RowsAffected() == 0 {
+		return ErrNotFound
+	}
+	return nil
 }

@@ -25,8 +25,7 @@ type Deps struct {
 	Store    *db.Store
 	Sessions *scs.SessionManager
 	Logger   *slog.Logger
-	// Refresher refreshes saved sources; nil refreshes them in the request
-	// through registry.Refresher (until the worker of Part 3 takes over).
+	// Refresher enqueues refreshes and deletions of sources for the worker.
 	Refresher sources.Refresher
 	// Search finds tools: Meilisearch with the PostgreSQL fallback.
 	Search search.Index
@@ -65,11 +64,7 @@ func New(d Deps) *echo.Echo {
 	}
 	rules := sources.Rules{AllowStdio: d.Config.AllowStdio}
 	discoverer := registry.NewDiscoverer(d.Config.AllowPrivateNetworks, d.Config.OutboundTimeout, d.Version)
-	refresher := d.Refresher
-	if refresher == nil {
-		refresher = &registry.Refresher{Store: d.Store, Discoverer: discoverer, Rules: rules, Log: d.Logger}
-	}
-	s.sources = &sources.Service{Store: d.Store, Rules: rules, Refresher: refresher, Discoverer: discoverer}
+	s.sources = &sources.Service{Store: d.Store, Rules: rules, Refresher: d.Refresher, Discoverer: discoverer}
 	// A session store failure (PostgreSQL gone) is logged and answered
 	// plainly: the page frame itself needs the session.
 	s.sessions.ErrorFunc = func(w http.ResponseWriter, r *http.Request, err error) {

@@ -21,6 +21,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -28,6 +29,7 @@ import (
 	"flag"
 	"fmt"
 	"log"
+	"maps"
 	mathrand "math/rand/v2"
 	"net/url"
 	"os"
@@ -100,6 +102,9 @@ func (b *bench) run(ctx context.Context, databaseURL, serverURL, meiliURL, meili
 			defer drop()
 		}
 		databaseURL = u
+	}
+	if b.keep {
+		fmt.Printf("keeping database %s\n", databaseURL)
 	}
 	store, err := db.Open(ctx, databaseURL)
 	if err != nil {
@@ -265,18 +270,27 @@ func (b *bench) measure(ctx context.Context) error {
 		meiliWall = append(meiliWall, time.Since(start))
 		meiliServer = append(meiliServer, processing)
 	}
+	slowest := map[string]time.Duration{}
 	for _, q := range qs {
 		start := time.Now()
 		if _, err := pg.Search(ctx, q); err != nil {
 			return err
 		}
-		pgWall = append(pgWall, time.Since(start))
+		took := time.Since(start)
+		pgWall = append(pgWall, took)
+		slowest[q.Text] = max(slowest[q.Text], took)
 	}
 	fmt.Printf("queries: %d per engine from %d labelled texts, random workspace each, limit %d, one at a time\n",
 		len(qs), len(relevance.Set), b.limit)
 	report("meilisearch   Search call", meiliWall)
 	report("meilisearch   processingTimeMs", meiliServer)
 	report("postgresql    Search call", pgWall)
+	texts := slices.SortedFunc(maps.Keys(slowest), func(a, b string) int { return cmp.Compare(slowest[b], slowest[a]) })
+	fmt.Printf("  slowest texts on postgresql:")
+	for _, t := range texts[:min(5, len(texts))] {
+		fmt.Printf(" %q %v;", t, slowest[t].Round(100*time.Microsecond))
+	}
+	fmt.Println()
 	var ru syscall.Rusage
 	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err == nil {
 		fmt.Printf("peak RSS of this process: %.1f MiB\n", float64(ru.Maxrss)/1024)

@@ -36,6 +36,10 @@ type Options struct {
 	Postgres bool
 	// Meili starts Meilisearch.
 	Meili bool
+	// MeiliPort is the loopback port Meilisearch listens on; 0 picks a free
+	// one. A fixed port lets a stopped Meilisearch come back at the same URL
+	// (tests of an outage); it is not retried when taken.
+	MeiliPort int
 	// Fast turns PostgreSQL's durability off (fsync, synchronous_commit,
 	// full_page_writes): for tests, whose data may be lost in a crash.
 	Fast bool

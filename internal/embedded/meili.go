@@ -27,9 +27,10 @@ type meili struct {
 	key   string
 }
 
-// startMeili starts Meilisearch on a free loopback port with the data
-// directory's master key and waits until it is healthy. A port taken by
-// someone else between choosing and binding it costs a retry.
+// startMeili starts Meilisearch on a free loopback port (or
+// Options.MeiliPort) with the data directory's master key and waits until
+// it is healthy. A free port taken by someone else between choosing and
+// binding it costs a retry.
 func startMeili(ctx context.Context, s *Supervisor) (*meili, error) {
 	bin, err := findMeili(s.opts.MeiliBin, s.opts.DataDir)
 	if err != nil {
@@ -50,7 +51,7 @@ func startMeili(ctx context.Context, s *Supervisor) (*meili, error) {
 			s.log.Info("meilisearch ready", "url", m.url, "db", dir)
 			return m, nil
 		}
-		if !errors.Is(err, errExited) || attempt == attempts {
+		if !errors.Is(err, errExited) || attempt == attempts || s.opts.MeiliPort != 0 {
 			return nil, withLog(err, s.logPath("meilisearch.log"))
 		}
 	}
@@ -58,9 +59,12 @@ func startMeili(ctx context.Context, s *Supervisor) (*meili, error) {
 
 // launchMeili starts one Meilisearch process and waits for /health.
 func launchMeili(ctx context.Context, s *Supervisor, bin, dir, key string) (*meili, error) {
-	port, err := freePort()
-	if err != nil {
-		return nil, err
+	port := s.opts.MeiliPort
+	if port == 0 {
+		var err error
+		if port, err = freePort(); err != nil {
+			return nil, err
+		}
 	}
 	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
 	cmd := exec.Command(bin,

@@ -78,7 +78,12 @@ func (r *Refresher) Refresh(ctx context.Context, orgID int64, id string) error {
 		return r.IndexIfBehind(ctx, orgID, id)
 	}
 	r.Log.Info("source discovered", "source", id, "type", src.Type, "tools", len(result.Tools), "generation", written.Generation, "duration_ms", ms)
-	return r.index(ctx, src, written, docs)
+	// The index holds the generation this one replaced only when that was
+	// indexed and nothing else was written since the source was loaded;
+	// otherwise (Meilisearch was down, say) a difference would leave out
+	// every tool that did not change.
+	byDifference := src.IndexedGeneration == src.Generation && written.Generation == src.Generation+1
+	return r.index(ctx, src, written, docs, byDifference)
 }
 
 // Signature summarizes what a source's tool set depends on: an unchanged
@@ -88,27 +93,36 @@ func Signature(src db.Source, specHash string) string {
 		strconv.FormatBool(src.Enabled), src.UpdatedAt.UTC().Format(time.RFC3339Nano), src.Name, src.Slug}, "\x00")))
 }
 
-// index brings Meilisearch to the written generation by difference: only
-// added and changed documents are sent, removed ones deleted.
-func (r *Refresher) index(ctx context.Context, src db.Source, w db.Written, docs []search.Doc) error {
+// index brings Meilisearch to the written generation: by difference (only
+// added and changed documents are sent, removed ones deleted) when the
+// index holds the previous generation, else by replacing all of the
+// source's documents.
+func (r *Refresher) index(ctx context.Context, src db.Source, w db.Written, docs []search.Doc, byDifference bool) error {
 	if r.Index == nil {
 		return r.Store.MarkIndexed(ctx, src.ID, w.Generation)
 	}
 	var upserts []search.Doc
-	current := make(map[string]bool, len(docs))
-	for _, d := range docs {
-		current[d.Path] = true
-		if w.Previous[d.Path] != d.Hash() {
-			upserts = append(upserts, d)
-		}
-	}
 	var deletes []string
-	for path := range w.Previous {
-		if !current[path] {
-			deletes = append(deletes, search.DocID(src.ID, path))
+	if byDifference {
+		current := make(map[string]bool, len(docs))
+		for _, d := range docs {
+			current[d.Path] = true
+			if w.Previous[d.Path] != d.Hash() {
+				upserts = append(upserts, d)
+			}
 		}
+		for path := range w.Previous {
+			if !current[path] {
+				deletes = append(deletes, search.DocID(src.ID, path))
+			}
+		}
+	} else {
+		upserts = docs
 	}
 	err := r.Index.Upsert(ctx, upserts)
+	if err == nil && !byDifference {
+		deletes, err = r.stale(ctx, src, docs)
+	}
 	if err == nil && len(deletes) > 0 {
 		err = r.Index.Delete(ctx, deletes)
 	}
@@ -116,8 +130,52 @@ func (r *Refresher) index(ctx context.Context, src db.Source, w db.Written, docs
 		r.Log.Warn("search index update failed; the reconcile will retry", "source", src.ID, "error", err.Error())
 		return r.Store.MarkIndexFailed(context.WithoutCancel(ctx), src.ID, w.Generation, err.Error())
 	}
-	r.Log.Info("source indexed", "source", src.ID, "upserted", len(upserts), "deleted", len(deletes), "generation", w.Generation)
-	return r.Store.MarkIndexed(ctx, src.ID, w.Generation)
+	r.Log.Info("source indexed", "source", src.ID, "upserted", len(upserts), "deleted", len(deletes), "generation", w.Generation,
+		"by_difference", byDifference)
+	if err := r.Store.MarkIndexed(ctx, src.ID, w.Generation); err != nil {
+		return err
+	}
+	next, err := r.overtaken(ctx, src.OrgID, src.ID, w.Generation)
+	if err != nil || next == nil {
+		return err
+	}
+	return r.Reindex(ctx, *next)
+}
+
+// overtaken checks a source after its documents of generation gen were
+// written. Writes of a source deleted meanwhile are removed again (its
+// unindex may have run before them). A source with a newer generation is
+// returned to be indexed again: that generation's own indexing may have
+// run before these writes, which then left older documents over newer
+// ones. nil means the index holds gen and gen is current.
+func (r *Refresher) overtaken(ctx context.Context, orgID int64, id string, gen int64) (*db.Source, error) {
+	cur, err := r.Store.Source(ctx, orgID, id)
+	if errors.Is(err, db.ErrNotFound) {
+		if err := r.Index.DeleteWhere(ctx, orgID, id); err != nil {
+			return nil, fmt.Errorf("remove documents of deleted source %s: %w", id, err)
+		}
+		return nil, nil
+	}
+	if err != nil || cur.Generation == gen {
+		return nil, err
+	}
+	return &cur, nil
+}
+
+// stale lists the ids of documents the index holds for a source besides docs.
+func (r *Refresher) stale(ctx context.Context, src db.Source, docs []search.Doc) ([]string, error) {
+	held, err := r.Index.IDs(ctx, src.OrgID, src.ID)
+	if err != nil {
+		return nil, err
+	}
+	for _, d := range docs {
+		delete(held, d.ID)
+	}
+	out := make([]string, 0, len(held))
+	for id := range held {
+		out = append(out, id)
+	}
+	return out, nil
 }
 
 // IndexIfBehind reindexes a source whose index lags behind its generation.
@@ -132,37 +190,47 @@ func (r *Refresher) IndexIfBehind(ctx context.Context, orgID int64, id string) e
 // Reindex brings a source's documents in Meilisearch to its current
 // generation from PostgreSQL, which is the truth: the current documents are
 // added first, then any other document of the source is removed, so
-// searches never find the source empty meanwhile.
+// searches never find the source empty meanwhile. When a newer generation
+// was written while it ran, it indexes that one too.
 func (r *Refresher) Reindex(ctx context.Context, src db.Source) error {
-	tools, err := r.Store.AllTools(ctx, src.OrgID, src.ID)
-	if err != nil {
-		return err
-	}
-	if r.Index == nil {
-		return r.Store.MarkIndexed(ctx, src.ID, src.Generation)
-	}
-	docs := search.DocsFor(src, tools)
-	err = r.Index.Upsert(ctx, docs)
-	var held map[string]bool
-	if err == nil {
-		held, err = r.Index.IDs(ctx, src.OrgID, src.ID)
-	}
-	if err == nil {
-		for _, d := range docs {
-			delete(held, d.ID)
+	for {
+		tools, err := r.Store.AllTools(ctx, src.OrgID, src.ID)
+		if err != nil {
+			return err
 		}
-		stale := make([]string, 0, len(held))
-		for id := range held {
-			stale = append(stale, id)
+		if r.Index == nil {
+			return r.Store.MarkIndexed(ctx, src.ID, src.Generation)
 		}
-		if len(stale) > 0 {
+		docs := search.DocsFor(src, tools)
+		err = r.Index.Upsert(ctx, docs)
+		var stale []string
+		if err == nil {
+			stale, err = r.stale(ctx, src, docs)
+		}
+		if err == nil && len(stale) > 0 {
 			err = r.Index.Delete(ctx, stale)
 		}
+		if err != nil {
+			return r.Store.MarkIndexFailed(context.WithoutCancel(ctx), src.ID, src.Generation, err.Error())
+		}
+		if err := r.Store.MarkIndexed(ctx, src.ID, src.Generation); err != nil {
+			return err
+		}
+		next, err := r.overtaken(ctx, src.OrgID, src.ID, src.Generation)
+		if err != nil || next == nil {
+			return err
+		}
+		src = *next
 	}
-	if err != nil {
-		return r.Store.MarkIndexFailed(context.WithoutCancel(ctx), src.ID, src.Generation, err.Error())
+}
+
+// Delete removes a source and, at once, its documents from Meilisearch;
+// the worker's queue does the same through a job that survives restarts.
+func (r *Refresher) Delete(ctx context.Context, orgID int64, sourceID string) error {
+	if err := r.Store.DeleteSource(ctx, orgID, sourceID); err != nil {
+		return err
 	}
-	return r.Store.MarkIndexed(ctx, src.ID, src.Generation)
+	return r.Unindex(ctx, orgID, sourceID)
 }
 
 // Unindex removes a deleted source's documents from Meilisearch.

@@ -228,6 +228,59 @@ func TestIndexAfterFailedIndexIsComplete(t *testing.T) {
 	}
 }
 
+// TestReconcileRacingRefreshKeepsNewestGeneration: a reconcile reindexes
+// generation 1 of a source whose indexing had failed; while its documents
+// are on the way, an edit writes and indexes generation 2. The reconcile's
+// older documents land last, yet the index must end holding generation 2.
+func TestReconcileRacingRefreshKeepsNewestGeneration(t *testing.T) {
+	e := newEnv(t)
+	spec := newSpecServer(t, openAPI(widgetOps...))
+	viaProxy := e.r.Index
+	e.r.Index = search.NewMeili(deadURL(t), "key", e.index.IndexName())
+	src := e.createSource("Widgets", spec.URL)
+	e.r.Index = viaProxy
+	if s := e.source(src.ID); s.Generation != 1 || s.IndexedGeneration != 0 {
+		t.Fatalf("with meilisearch down: generation %d, indexed %d", s.Generation, s.IndexedGeneration)
+	}
+
+	// The reconcile (through the proxy, which holds its upsert) ...
+	held, release := e.proxy.holdUpserts(t)
+	done := make(chan error, 1)
+	go func() { done <- e.r.Reindex(context.Background(), e.source(src.ID)) }()
+	select {
+	case <-held:
+	case err := <-done:
+		t.Fatalf("the reindex ended before sending documents: %v", err)
+	case <-time.After(time.Minute):
+		t.Fatal("the reindex never sent its documents")
+	}
+	// ... while an edit is refreshed and indexed directly.
+	gen2 := []op{{"list_widgets", "List widgets"}, {"get_widget", "Fetch a widget with its gizmo count"},
+		{"create_widget", "Create a widget"}, {"update_widget", "Update a widget"}}
+	spec.set(openAPI(gen2...))
+	direct := &registry.Refresher{Store: e.store, Discoverer: e.r.Discoverer, Log: e.r.Log, Index: e.index}
+	if err := direct.Refresh(t.Context(), e.org.ID, src.ID); err != nil {
+		t.Fatal(err)
+	}
+	release()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	s := e.source(src.ID)
+	if s.Generation != 2 || s.IndexedGeneration != 2 {
+		t.Fatalf("generation %d, indexed %d; want 2 and 2", s.Generation, s.IndexedGeneration)
+	}
+	if n, err := e.index.Count(t.Context(), e.org.ID, src.ID); err != nil || n != len(gen2) {
+		t.Errorf("meilisearch holds %d documents (%v), want generation 2's %d", n, err, len(gen2))
+	}
+	if hits := e.searchPaths("gizmo", false); !slices.Equal(hits, []string{"widgets.get_widget"}) {
+		t.Errorf("search for generation 2's description: %v", hits)
+	}
+	if hits := e.searchPaths("delete widget", false); slices.Contains(hits, "widgets.delete_widget") {
+		t.Errorf("generation 1's removed tool is still found: %v", hits)
+	}
+}
+
 // TestDisabledSourceIsHidden disables a source: its tools stay stored but
 // neither Meilisearch nor the PostgreSQL fallback finds them by default;
 // both do with IncludeDisabled, and enabling brings them back.

@@ -47,9 +47,16 @@ type Meili struct {
 // not connect; [Meili.EnsureSettings] creates the index and applies the
 // settings, [Meili.Health] checks the connection and the key.
 func NewMeili(url, key, index string) *Meili {
+	dialer := &net.Dialer{Timeout: 2 * time.Second, KeepAlive: 30 * time.Second}
 	transport := &http.Transport{
-		Proxy:                 http.ProxyFromEnvironment,
-		DialContext:           (&net.Dialer{Timeout: 2 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
+		Proxy: http.ProxyFromEnvironment,
+		DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
+			c, err := dialer.DialContext(ctx, network, addr)
+			if err != nil {
+				return nil, err
+			}
+			return withQuickAck(c), nil
+		},
 		MaxIdleConns:          64,
 		MaxIdleConnsPerHost:   64,
 		IdleConnTimeout:       90 * time.Second,

@@ -18,7 +18,8 @@ import (
 // search index: the worker's queue (worker.Queue) enqueues both as jobs.
 type Refresher interface {
 	Refresh(ctx context.Context, orgID int64, id string) error
-	Unindex(ctx context.Context, orgID int64, id string) error
+	// Delete removes a source and its search documents.
+	Delete(ctx context.Context, orgID int64, id string) error
 }
 
 // Discoverer runs discovery without saving (the Test button).
@@ -152,10 +153,7 @@ func (s *Service) Update(ctx context.Context, src db.Source, p Patch) (db.Source
 // Delete removes a source and its tools, and enqueues removing its
 // documents from the search index.
 func (s *Service) Delete(ctx context.Context, src db.Source) error {
-	if err := s.Store.DeleteSource(ctx, src.OrgID, src.ID); err != nil {
-		return err
-	}
-	return s.Refresher.Unindex(ctx, src.OrgID, src.ID)
+	return s.Refresher.Delete(ctx, src.OrgID, src.ID)
 }
 
 // SetEnabled turns a source on or off.

@@ -177,6 +177,18 @@ func (q *Queue) Refresh(ctx context.Context, orgID int64, id string) error {
 	})
 }
 
+// Delete removes a source and enqueues removing its documents from the
+// search index, in one transaction, so no crash leaves orphaned documents.
+func (q *Queue) Delete(ctx context.Context, orgID int64, id string) error {
+	return q.store.InPgxTx(ctx, func(tx pgx.Tx) error {
+		if err := db.DeleteSourceTx(ctx, tx, orgID, id); err != nil {
+			return err
+		}
+		_, err := q.client.InsertTx(ctx, tx, UnindexArgs{OrgID: orgID, SourceID: id}, nil)
+		return err
+	})
+}
+
 // Unindex enqueues removing a deleted source from the search index.
 func (q *Queue) Unindex(ctx context.Context, orgID int64, id string) error {
 	_, err := q.client.Insert(ctx, UnindexArgs{OrgID: orgID, SourceID: id}, nil)
