@@ -15,6 +15,7 @@ import (
 	"github.com/chromedp/cdproto/network"
 	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/chromedp"
+	"github.com/jmoiron/sqlx"
 
 	"github.com/toolgate/toolgate/internal/testenv"
 )
@@ -25,8 +26,9 @@ const chromiumPath = "/usr/bin/chromium-headless-shell"
 // TestBrowserFlows walks the console the way a person does, in a real browser:
 // first sign-up, a new workspace (with a validation error first), an
 // invitation accepted in a second browser profile, a second organization and
-// the organization switcher. Screenshots go to OutputDir/browser, and the
-// workspace overview also to static/img/readme/console.png for the README.
+// the organization switcher, then a GraphQL source in Data Team found through
+// the catalog's search. Screenshots go to OutputDir/browser, and the Data
+// Team dashboard also to static/img/readme/console.png for the README.
 func TestBrowserFlows(t *testing.T) {
 	if _, err := exec.LookPath(chromiumPath); err != nil {
 		t.Fatal("chromium-headless-shell not found: run make deps")
@@ -37,7 +39,7 @@ func TestBrowserFlows(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
+	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute)
 	defer cancel()
 	// A fresh --user-data-dir is the allocator's default: a temporary folder it removes.
 	opts := append(chromedp.DefaultExecAllocatorOptions[:],
@@ -160,14 +162,63 @@ func TestBrowserFlows(t *testing.T) {
 	ada.wantText(testid("org-switcher")+" summary .value", "Acme Robotics")
 	ada.shot("09-back-in-acme")
 
-	// 6. The README's screenshot: the same data every run, the viewport only,
-	// no flash, the pointer parked on an empty spot.
+	// 6. A GraphQL source from pasted SDL in Data Team: tested in place
+	// (htmx), saved, then the state badge polls until the worker is done and
+	// the page reloads itself with the tools.
+	ada.click(testid("workspace-switcher") + " summary")
+	ada.clickAndLoad(testid("switch-ws-data-team"))
+	ada.wantPath("/o/acme-robotics/w/data-team")
+	ada.clickAndLoad(testid("workspace-nav") + ` a[href="/o/acme-robotics/w/data-team/sources"]`)
+	ada.wantPath("/o/acme-robotics/w/data-team/sources")
+	ada.clickAndLoad(testid("new-source"))
+	ada.wantPath("/o/acme-robotics/w/data-team/sources/new")
+	ada.pick(testid("source-form")+` select[name="type"]`, "graphql")
+	ada.fill(testid("field-name"), "Library")
+	ada.wantVisible(testid("source-form") + ` textarea[name="schema"]`) // its fieldset shows once graphql is picked
+	ada.fill(testid("source-form")+` textarea[name="schema"]`, librarySDL)
+	ada.click(testid("test-source"))
+	ada.waitText(testid("test-ok"), "4 tools")
+	ada.wantPath("/o/acme-robotics/w/data-team/sources/new")
+	ada.shot("10-source-test")
+	ada.clickAndLoad(testid("source-form") + ` button[type="submit"]:not([formaction])`)
+	ada.wantPathPrefix("/o/acme-robotics/w/data-team/sources/")
+	ada.wantText(".page-head h1", "Library")
+	ada.wantVisible(testid("source-state"))
+	// The worker may finish before the page loads; if not, the badge polls
+	// and the page reloads itself. Either way it ends ready with its tools.
+	ada.waitText(testid("source-state"), "ready")
+	ada.waitText(testid("tools"), "library.query.book")
+	ada.wantText(testid("source-state"), "ready")
+	ada.wantText(testid("tool-count"), "4") // the three fields and the generic GraphQL tool (checked below)
+	ada.shot("11-source-ready")
+
+	// 7. The catalog searches as one types (debounced htmx), no Enter.
+	ada.clickAndLoad(testid("workspace-nav") + ` a[href="/o/acme-robotics/w/data-team/tools"]`)
+	ada.wantPath("/o/acme-robotics/w/data-team/tools")
+	ada.do("mark the page", chromedp.Evaluate[chromedp.Void](`window.toolgateNoReload = true`))
+	ada.fill(testid("catalog-q"), "lend")
+	ada.waitText(testid("hit"), "library.mutation.lendBook")
+	if kept, err := chromedp.Run(ada.ctx, chromedp.Evaluate[bool](`window.toolgateNoReload === true`)); err != nil || !kept {
+		t.Fatalf("the catalog search reloaded the page (marker kept: %v, %v)", kept, err)
+	}
+	ada.shot("12-catalog-search")
+	ada.clickAndLoad(testid("hit"))
+	ada.wantText(testid("tool-path"), "library.mutation.lendBook")
+	ada.wantVisible(testid("schema-inputs"))
+	ada.wantVisible(testid("example-call"))
+	ada.shot("13-tool-page")
+
+	// 8. The README's screenshot: the Data Team dashboard with the Library
+	// source, the same data every run (the refresh time is pinned), the
+	// viewport only, no flash, the pointer parked on an empty spot.
+	pinRefreshTimes(t, e)
 	ada.open("/o/acme-robotics/w/data-team")
 	ada.wantText(".page-head h1", "Data Team")
+	ada.waitText(testid("registry"), "ready")
 	ada.wantNone(testid("flash"))
 	ada.do("park the pointer", chromedp.MouseEvent(chromedp.MouseMoved, 1270, 790))
 	png := ada.capture("README screenshot", chromedp.CaptureScreenshot())
-	ada.save("10-readme-console", png)
+	ada.save("14-readme-console", png)
 	readme := filepath.Join(testenv.RepoRoot(t), "static", "img", "readme")
 	if err := os.MkdirAll(readme, 0o755); err != nil {
 		t.Fatal(err)
@@ -178,6 +229,25 @@ func TestBrowserFlows(t *testing.T) {
 
 	ada.checkConsole()
 	sam.checkConsole()
+}
+
+// librarySDL is the schema pasted into the new GraphQL source: two queries
+// and a mutation, each described.
+const librarySDL = `type Query { "Look up a book by its title." book(title: String!): String  "List the newest books." books(first: Int): [String] }  type Mutation { "Lend a book to a reader." lendBook(title: String!, reader: String!): Boolean }`
+
+// pinRefreshTimes sets every source's refresh time to a fixed instant, so
+// that screenshots showing it are the same every run. SDL sources are never
+// due for a periodic refresh, so the worker leaves the times alone.
+func pinRefreshTimes(t *testing.T, e *env) {
+	t.Helper()
+	ctx := context.Background()
+	err := e.store.InTx(ctx, func(tx *sqlx.Tx) error {
+		_, err := tx.ExecContext(ctx, `UPDATE sources SET last_refreshed_at = '2025-06-02 09:41:00+00', last_success_at = '2025-06-02 09:41:00+00'`)
+		return err
+	})
+	if err != nil {
+		t.Fatalf("pin the refresh times: %v", err)
+	}
 }
 
 // testid is the CSS selector of a data-testid.
@@ -305,6 +375,55 @@ func (b *tab) wantNone(sel string) {
 	}
 	if n != 0 {
 		b.t.Fatalf("%s: %d on the page, want none", sel, n)
+	}
+}
+
+// pick chooses an option of a select and fires change, as a person does.
+func (b *tab) pick(sel, value string) {
+	b.t.Helper()
+	b.do("pick "+value+" in "+sel,
+		chromedp.WaitVisible(chromedp.CSS(sel)),
+		chromedp.Evaluate[chromedp.Void](`(function (s) { s.value = `+jsString(value)+`; s.dispatchEvent(new Event('input', {bubbles: true})); s.dispatchEvent(new Event('change', {bubbles: true})) })(document.querySelector(`+jsString(sel)+`))`))
+	if got := b.value(sel); got != value {
+		b.t.Fatalf("%s: value %q after picking %q", sel, got, value)
+	}
+}
+
+// waitText waits until an element's text contains want. It keeps asking
+// across page loads (htmx swaps, HX-Refresh reloads), unlike chromedp.Poll.
+func (b *tab) waitText(sel, want string) {
+	b.t.Helper()
+	const timeout = 45 * time.Second
+	js := `(function () { var e = document.querySelector(` + jsString(sel) + `); return e ? e.textContent : null })()`
+	deadline := time.Now().Add(timeout)
+	last := "(no such element)"
+	for {
+		ctx, cancel := context.WithTimeout(b.ctx, 5*time.Second)
+		got, err := chromedp.Run(ctx, chromedp.Evaluate[*string](js))
+		cancel()
+		if err == nil && got != nil {
+			last = strings.Join(strings.Fields(*got), " ")
+			if strings.Contains(last, want) {
+				return
+			}
+		}
+		if b.ctx.Err() != nil || time.Now().After(deadline) {
+			where, _ := chromedp.Run(context.WithoutCancel(b.ctx), chromedp.Location())
+			b.t.Fatalf("%s: waited %s for %q, text %q (page %s, last error %v)", sel, timeout, want, last, where, err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+func (b *tab) wantPathPrefix(prefix string) {
+	b.t.Helper()
+	loc, err := chromedp.Run(b.ctx, chromedp.Location())
+	if err != nil {
+		b.fail("read the location", err)
+	}
+	u, err := url.Parse(loc)
+	if err != nil || !strings.HasPrefix(u.Path, prefix) {
+		b.t.Fatalf("at %s, want a path under %s", loc, prefix)
 	}
 }
 
