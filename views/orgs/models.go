@@ -16,14 +16,8 @@ type ListPage struct {
 	Orgs []layout.OrgNav
 }
 
-// NameForm is the state of a name-and-slug form.
-type NameForm struct {
-	CSRF   string
-	Action string
-	Name   string
-	Slug   string
-	Errors validation.Errors
-}
+// NameForm is the state of the name form.
+type NameForm = ui.NameForm
 
 // NewPage creates an organization.
 type NewPage struct {

@@ -2,7 +2,11 @@
 // page headings and badges.
 package ui
 
-import "strconv"
+import (
+	"strconv"
+
+	"github.com/toolgate/toolgate/internal/validation"
+)
 
 // Input describes one form field.
 type Input struct {
@@ -63,3 +67,13 @@ type Select struct {
 }
 
 func (s Select) id() string { return "f-" + s.Name }
+
+// NameForm is the state of a name-and-URL-name form (organizations and
+// workspaces).
+type NameForm struct {
+	CSRF   string
+	Action string
+	Name   string
+	Slug   string
+	Errors validation.Errors
+}

@@ -4,8 +4,8 @@ package workspaces
 import (
 	"time"
 
-	"github.com/toolgate/toolgate/internal/validation"
 	"github.com/toolgate/toolgate/views/layout"
+	"github.com/toolgate/toolgate/views/ui"
 )
 
 // ListPage lists an organization's workspaces.
@@ -22,23 +22,12 @@ type Row struct {
 }
 
 // Form is the state of the create or rename form.
-type Form struct {
-	CSRF   string
-	Action string
-	Name   string
-	Slug   string
-	Errors validation.Errors
-}
+type Form = ui.NameForm
 
 // NewPage creates a workspace.
 type NewPage struct {
 	Meta layout.Meta
 	Form Form
-}
-
-// HomePage is a workspace's overview.
-type HomePage struct {
-	Meta layout.Meta
 }
 
 // SettingsPage renames or deletes a workspace.
