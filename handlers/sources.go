@@ -6,7 +6,6 @@ import (
 	"io"
 	"net/http"
 	"net/url"
-	"sort"
 	"strconv"
 	"strings"
 
@@ -25,8 +24,6 @@ const (
 	ctxSource     = "toolgate.source"
 	toolsPageSize = 50
 )
-
-func sortStrings(s []string) { sort.Strings(s) }
 
 // sourceOf returns the source of a route behind loadSource.
 func sourceOf(c echo.Context) db.Source {

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"sort"
 	"strings"
 
 	"github.com/labstack/echo/v4"
@@ -123,7 +124,7 @@ func joinPairs(m map[string]string, sep string) string {
 	for k := range m {
 		keys = append(keys, k)
 	}
-	sortStrings(keys)
+	sort.Strings(keys)
 	var b strings.Builder
 	for _, k := range keys {
 		b.WriteString(k + sep + m[k] + "\n")

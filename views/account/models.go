@@ -91,10 +91,3 @@ type CreatedToken struct {
 var ExpiryOptions = []struct{ Value, Label string }{
 	{"30", "30 days"}, {"90", "90 days"}, {"366", "1 year"}, {"0", "No expiry"},
 }
-
-func when(t *time.Time, never string) string {
-	if t == nil {
-		return never
-	}
-	return t.Format("2 Jan 2006 15:04")
-}

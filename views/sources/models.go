@@ -146,13 +146,6 @@ func Percent(f float64) string {
 	return strconv.Itoa(int(f*100+0.5)) + "%"
 }
 
-func when(t *time.Time) string {
-	if t == nil {
-		return "never"
-	}
-	return t.Format("2 Jan 2006 15:04")
-}
-
 // StateClass is the badge style of a state.
 func StateClass(state string, enabled bool) string {
 	if !enabled {

@@ -102,10 +102,3 @@ type SourceState struct {
 	LastRefreshed                                    *time.Time
 	Described, Typed                                 string
 }
-
-func when(t *time.Time) string {
-	if t == nil {
-		return "never"
-	}
-	return t.Format("2 Jan 15:04")
-}

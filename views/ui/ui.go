@@ -4,6 +4,7 @@ package ui
 
 import (
 	"strconv"
+	"time"
 
 	"github.com/toolgate/toolgate/internal/validation"
 )
@@ -76,4 +77,21 @@ type NameForm struct {
 	Name   string
 	Slug   string
 	Errors validation.Errors
+}
+
+// Clip shortens s to n characters, ending with "…" when it was longer.
+func Clip(s string, n int) string {
+	r := []rune(s)
+	if len(r) <= n {
+		return s
+	}
+	return string(r[:n]) + "…"
+}
+
+// When formats an optional time, or says never.
+func When(t *time.Time, never string) string {
+	if t == nil {
+		return never
+	}
+	return t.Format("2 Jan 2006 15:04")
 }
