@@ -20,8 +20,10 @@ import (
 	"github.com/toolgate/toolgate/db"
 	"github.com/toolgate/toolgate/handlers"
 	"github.com/toolgate/toolgate/internal/config"
+	"github.com/toolgate/toolgate/internal/credentials"
 	"github.com/toolgate/toolgate/internal/registry"
 	"github.com/toolgate/toolgate/internal/search"
+	"github.com/toolgate/toolgate/internal/secrets"
 	"github.com/toolgate/toolgate/internal/sources"
 	"github.com/toolgate/toolgate/internal/tenancy"
 	"github.com/toolgate/toolgate/internal/testenv"
@@ -41,6 +43,7 @@ type env struct {
 	store   *db.Store
 	index   *search.Meili
 	queue   *worker.Queue
+	keys    *secrets.Ring
 	tenancy *tenancy.Service
 }
 
@@ -64,8 +67,10 @@ func newEnv(t testing.TB, vars map[string]string) *env {
 	if err := index.EnsureSettings(ctx); err != nil {
 		t.Fatalf("meilisearch settings: %v", err)
 	}
+	keys := testKeys(t, cfg.SecretKeys)
 	refresher := &registry.Refresher{Store: store, Discoverer: registry.NewDiscoverer(cfg.AllowPrivateNetworks, cfg.OutboundTimeout, "test"),
-		Rules: sources.Rules{AllowStdio: cfg.AllowStdio}, Log: log, Index: index}
+		Rules: sources.Rules{AllowStdio: cfg.AllowStdio}, Log: log, Index: index,
+		Credentials: &credentials.Service{Store: store, Ring: keys}}
 	queue, err := worker.New(store, refresher, log, worker.Options{Concurrency: 4, JobTimeout: time.Minute, ReconcileInterval: 2 * time.Second})
 	if err != nil {
 		t.Fatal(err)
@@ -76,13 +81,30 @@ func newEnv(t testing.TB, vars map[string]string) *env {
 	t.Cleanup(func() { _ = queue.Stop(context.Background()) })
 	e := handlers.New(handlers.Deps{
 		Config: cfg, Store: store, Sessions: handlers.NewSessions(cfg, sessions),
-		Logger: log, Version: "test", Refresher: queue,
+		Logger: log, Version: "test", Refresher: queue, Keys: keys,
 		Search: &search.Fallback{Primary: index, Secondary: &search.Postgres{Store: store}, Log: log},
 		Checks: map[string]func(context.Context) error{"postgresql": store.Ping},
 	})
 	srv := httptest.NewServer(e)
 	t.Cleanup(srv.Close)
-	return &env{t: t, srv: srv, echo: e, store: store, index: index, queue: queue, tenancy: &tenancy.Service{Store: store, Signup: cfg.Signup}}
+	return &env{t: t, srv: srv, echo: e, store: store, index: index, queue: queue, keys: keys, tenancy: &tenancy.Service{Store: store, Signup: cfg.Signup}}
+}
+
+// testKeys is the key ring given as TOOLGATE_SECRET_KEYS, or a fresh one.
+func testKeys(t testing.TB, ring string) *secrets.Ring {
+	t.Helper()
+	if ring == "" {
+		entry, err := secrets.NewKeyEntry()
+		if err != nil {
+			t.Fatal(err)
+		}
+		ring = entry
+	}
+	keys, err := secrets.ParseRing(ring)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return keys
 }
 
 // account creates a user, optionally owning a new organization.

@@ -13,8 +13,10 @@ import (
 	"github.com/toolgate/toolgate/db"
 	"github.com/toolgate/toolgate/internal/auth"
 	"github.com/toolgate/toolgate/internal/config"
+	"github.com/toolgate/toolgate/internal/credentials"
 	"github.com/toolgate/toolgate/internal/registry"
 	"github.com/toolgate/toolgate/internal/search"
+	"github.com/toolgate/toolgate/internal/secrets"
 	"github.com/toolgate/toolgate/internal/sources"
 	"github.com/toolgate/toolgate/internal/tenancy"
 )
@@ -29,6 +31,8 @@ type Deps struct {
 	Refresher sources.Refresher
 	// Search finds tools: Meilisearch with the PostgreSQL fallback.
 	Search search.Index
+	// Keys is the key ring that seals credentials.
+	Keys *secrets.Ring
 	// Checks are the readiness checks /readyz runs, by name.
 	Checks  map[string]func(context.Context) error
 	Version string
@@ -43,6 +47,7 @@ type Server struct {
 	auth     *auth.Authenticator
 	tenancy  *tenancy.Service
 	sources  *sources.Service
+	creds    *credentials.Service
 	search   search.Index
 	checks   map[string]func(context.Context) error
 	version  string
@@ -65,6 +70,8 @@ func New(d Deps) *echo.Echo {
 	rules := sources.Rules{AllowStdio: d.Config.AllowStdio}
 	discoverer := registry.NewDiscoverer(d.Config.AllowPrivateNetworks, d.Config.OutboundTimeout, d.Version)
 	s.sources = &sources.Service{Store: d.Store, Rules: rules, Refresher: d.Refresher, Discoverer: discoverer}
+	s.creds = &credentials.Service{Store: d.Store, Ring: d.Keys, Refresher: d.Refresher, Sources: s.sources}
+	s.sources.Credentials = s.creds
 	// A session store failure (PostgreSQL gone) is logged and answered
 	// plainly: the page frame itself needs the session.
 	s.sessions.ErrorFunc = func(w http.ResponseWriter, r *http.Request, err error) {

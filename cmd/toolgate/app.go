@@ -2,16 +2,20 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
+	"path/filepath"
 	"strings"
 
 	"github.com/toolgate/toolgate/db"
 	"github.com/toolgate/toolgate/internal/config"
+	"github.com/toolgate/toolgate/internal/credentials"
 	"github.com/toolgate/toolgate/internal/embedded"
 	"github.com/toolgate/toolgate/internal/registry"
 	"github.com/toolgate/toolgate/internal/search"
+	"github.com/toolgate/toolgate/internal/secrets"
 	"github.com/toolgate/toolgate/internal/sources"
 	"github.com/toolgate/toolgate/internal/worker"
 )
@@ -26,16 +30,20 @@ type app struct {
 	meiliKey  string
 	index     *search.Meili
 	supervise *embedded.Supervisor
+	keys      *secrets.Ring
 }
 
 // open loads the configuration, starts the embedded services it asks for,
 // connects and migrates.
-func open(ctx context.Context, stderr io.Writer, getenv func(string) string, needMeili bool) (*app, error) {
+func open(ctx context.Context, stderr io.Writer, getenv func(string) string, needMeili, needKeys bool) (*app, error) {
 	cfg, err := config.Load(getenv)
 	if err != nil {
 		return nil, err
 	}
 	a := &app{cfg: cfg, log: newLogger(cfg, stderr)}
+	if needKeys && !cfg.Embedded() && cfg.SecretKeys == "" {
+		return nil, a.loadKeys()
+	}
 	dbURL, meiliURL, meiliKey := cfg.DatabaseURL, cfg.MeiliURL, cfg.MeiliMasterKey
 	wantPG, wantMeili := dbURL == "", needMeili && meiliURL == ""
 	if wantPG || wantMeili {
@@ -52,6 +60,14 @@ func open(ctx context.Context, stderr io.Writer, getenv func(string) string, nee
 		}
 		if wantMeili {
 			meiliURL, meiliKey = a.supervise.MeiliURL(), a.supervise.MeiliKey()
+		}
+	}
+	if needKeys {
+		// After the embedded services started: their lock keeps a second
+		// server from creating the key file at the same time.
+		if err := a.loadKeys(); err != nil {
+			a.close(ctx)
+			return nil, err
 		}
 	}
 	a.store, err = db.Open(ctx, dbURL)
@@ -74,14 +90,39 @@ func open(ctx context.Context, stderr io.Writer, getenv func(string) string, nee
 	return a, nil
 }
 
+// loadKeys reads the credentials' key ring: TOOLGATE_SECRET_KEYS, or on the
+// embedded default the key file in the data directory, created once.
+func (a *app) loadKeys() error {
+	var err error
+	switch {
+	case a.cfg.SecretKeys != "":
+		a.keys, err = secrets.ParseRing(a.cfg.SecretKeys)
+	case a.cfg.Embedded():
+		a.keys, err = secrets.LoadOrCreateFile(a.keyFile())
+	default:
+		err = errors.New("config: TOOLGATE_SECRET_KEYS is required with DATABASE_URL, so every replica seals and opens credentials with the same keys; make one with `toolgate keys generate`")
+	}
+	return err
+}
+
+// keyFile is the embedded default's key ring file.
+func (a *app) keyFile() string { return filepath.Join(a.cfg.DataDir, secrets.KeyFileName) }
+
+// credentials is the credentials service over the key ring; q refreshes
+// sources whose credentials change.
+func (a *app) credentials(q sources.Refresher) *credentials.Service {
+	return &credentials.Service{Store: a.store, Ring: a.keys, Refresher: q}
+}
+
 // refresher is the one function that refreshes sources, for the worker.
 func (a *app) refresher() *registry.Refresher {
 	return &registry.Refresher{
-		Store:      a.store,
-		Discoverer: registry.NewDiscoverer(a.cfg.AllowPrivateNetworks, a.cfg.OutboundTimeout, version),
-		Rules:      sources.Rules{AllowStdio: a.cfg.AllowStdio},
-		Log:        a.log,
-		Index:      a.index,
+		Store:       a.store,
+		Discoverer:  registry.NewDiscoverer(a.cfg.AllowPrivateNetworks, a.cfg.OutboundTimeout, version),
+		Rules:       sources.Rules{AllowStdio: a.cfg.AllowStdio},
+		Log:         a.log,
+		Index:       a.index,
+		Credentials: a.credentials(nil),
 	}
 }
 

@@ -56,7 +56,7 @@ func TestUsersCreatePrintsAWorkingToken(t *testing.T) {
 	}
 
 	// The token works against the API of a server on the same database.
-	a, err := open(context.Background(), &errOut, getenv, false)
+	a, err := open(context.Background(), &errOut, getenv, false, false)
 	if err != nil {
 		t.Fatal(err)
 	}

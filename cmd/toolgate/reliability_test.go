@@ -28,6 +28,7 @@ import (
 	"github.com/toolgate/toolgate/internal/embedded"
 	"github.com/toolgate/toolgate/internal/registry"
 	"github.com/toolgate/toolgate/internal/search"
+	"github.com/toolgate/toolgate/internal/secrets"
 	"github.com/toolgate/toolgate/internal/sources"
 	"github.com/toolgate/toolgate/internal/tenancy"
 	"github.com/toolgate/toolgate/internal/testenv"
@@ -84,7 +85,7 @@ func TestWorkerKilledMidRefreshRecovers(t *testing.T) {
 
 	env := []string{"DATABASE_URL=" + dbURL, "MEILI_MASTER_KEY=" + meiliKey, "TOOLGATE_MEILI_INDEX=" + indexName,
 		"TOOLGATE_JOB_TIMEOUT=3s", "TOOLGATE_RECONCILE_INTERVAL=2s", "TOOLGATE_ALLOW_PRIVATE_NETWORKS=true",
-		"TOOLGATE_LOG_FORMAT=json", "TOOLGATE_DATA_DIR=" + t.TempDir()}
+		"TOOLGATE_LOG_FORMAT=json", "TOOLGATE_DATA_DIR=" + t.TempDir(), "TOOLGATE_SECRET_KEYS=" + testKeys(t)}
 	first := startProcess(t, bin, append(env, "MEILI_URL="+proxy.URL), "worker")
 	select {
 	case <-proxy.held:
@@ -506,4 +507,14 @@ func newHoldingProxy(t *testing.T, target string) *holdingProxy {
 	})
 	p.URL = srv.URL
 	return p
+}
+
+// testKeys is a fresh one-key ring for a process under test.
+func testKeys(t *testing.T) string {
+	t.Helper()
+	entry, err := secrets.NewKeyEntry()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return entry
 }

@@ -33,7 +33,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer, getenv 
 	if err := fs.Parse(args); err != nil {
 		return errUsage
 	}
-	a, err := open(ctx, stderr, getenv, true)
+	a, err := open(ctx, stderr, getenv, true, true)
 	if err != nil {
 		return err
 	}
@@ -95,6 +95,7 @@ func (a *app) handler(sessions scs.Store, q *worker.Queue) http.Handler {
 		Version:   version,
 		Refresher: q,
 		Search:    a.searcher(),
+		Keys:      a.keys,
 		Checks: map[string]func(context.Context) error{
 			"postgresql":  a.store.Ping,
 			"meilisearch": a.meiliCheck,

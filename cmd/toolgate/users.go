@@ -12,7 +12,7 @@ import (
 )
 
 func migrate(ctx context.Context, stderr io.Writer, getenv func(string) string) error {
-	a, err := open(ctx, stderr, getenv, false)
+	a, err := open(ctx, stderr, getenv, false, false)
 	if err != nil {
 		return err
 	}
@@ -47,7 +47,7 @@ func users(ctx context.Context, args []string, stdin io.Reader, stdout, stderr i
 	}
 	password := strings.TrimRight(line, "\r\n")
 
-	a, err := open(ctx, stderr, getenv, false)
+	a, err := open(ctx, stderr, getenv, false, false)
 	if err != nil {
 		return err
 	}

@@ -10,7 +10,7 @@ import (
 // runWorker runs `toolgate worker`: the background jobs alone, for scaling
 // out. Any number may run beside each other and beside `serve`.
 func runWorker(ctx context.Context, stderr io.Writer, getenv func(string) string) error {
-	a, err := open(ctx, stderr, getenv, true)
+	a, err := open(ctx, stderr, getenv, true, true)
 	if err != nil {
 		return err
 	}
@@ -38,7 +38,7 @@ func reindex(ctx context.Context, args []string, stdout, stderr io.Writer, geten
 	if err := fs.Parse(args); err != nil {
 		return errUsage
 	}
-	a, err := open(ctx, stderr, getenv, true)
+	a, err := open(ctx, stderr, getenv, true, false)
 	if err != nil {
 		return err
 	}

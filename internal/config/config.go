@@ -13,6 +13,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/toolgate/toolgate/internal/secrets"
 )
 
 // Signup modes for TOOLGATE_SIGNUP.
@@ -50,6 +52,11 @@ type Config struct {
 	SessionIdleTimeout time.Duration
 	// TrustProxyHeaders takes the client address from X-Forwarded-For.
 	TrustProxyHeaders bool
+
+	// SecretKeys is the key ring of credentials, "id:base64" entries with
+	// the current key first; empty uses the key file in the data directory
+	// on the embedded default.
+	SecretKeys string
 
 	// Demo seeds the demo organization on start.
 	Demo bool
@@ -101,6 +108,7 @@ var Vars = []Var{
 	{"MEILI_MASTER_KEY", "(generated)", "Meilisearch master key; required with MEILI_URL, generated for the embedded one."},
 	{"MEILI_BIN", "(search)", "Meilisearch binary for the embedded default; otherwise PATH, then {TOOLGATE_DATA_DIR}/bin/meilisearch."},
 	{"TOOLGATE_POSTGRES_BIN_DIR", "(search)", "Directory holding initdb and postgres; otherwise PATH, then /usr/lib/postgresql/*/bin."},
+	{"TOOLGATE_SECRET_KEYS", "(key file)", "Key ring that encrypts credentials: comma-separated id:base64 entries of 32-byte keys, the current key first (`toolgate keys generate` makes one). Required with DATABASE_URL; the embedded default keeps a generated key in {TOOLGATE_DATA_DIR}/secret-keys (mode 0600)."},
 	{"TOOLGATE_SIGNUP", "invite", "Who may sign up once the first account exists: open, invite or closed."},
 	{"TOOLGATE_SESSION_LIFETIME", "336h", "Absolute lifetime of a console session."},
 	{"TOOLGATE_SESSION_IDLE_TIMEOUT", "24h", "A session unused for this long ends."},
@@ -130,6 +138,7 @@ func Load(getenv func(string) string) (Config, error) {
 		MeiliMasterKey:     r.str("MEILI_MASTER_KEY", ""),
 		MeiliBin:           r.str("MEILI_BIN", ""),
 		PostgresBinDir:     r.str("TOOLGATE_POSTGRES_BIN_DIR", ""),
+		SecretKeys:         r.str("TOOLGATE_SECRET_KEYS", ""),
 		Signup:             r.oneOf("TOOLGATE_SIGNUP", SignupInvite, SignupOpen, SignupInvite, SignupClosed),
 		SessionLifetime:    r.duration("TOOLGATE_SESSION_LIFETIME", 336*time.Hour),
 		SessionIdleTimeout: r.duration("TOOLGATE_SESSION_IDLE_TIMEOUT", 24*time.Hour),
@@ -181,6 +190,11 @@ func Load(getenv func(string) string) (Config, error) {
 		r.fail("TOOLGATE_DATA_DIR", "must not be empty")
 	} else if abs, err := filepath.Abs(c.DataDir); err == nil {
 		c.DataDir = abs
+	}
+	if c.SecretKeys != "" {
+		if _, err := secrets.ParseRing(c.SecretKeys); err != nil {
+			r.fail("TOOLGATE_SECRET_KEYS", err.Error())
+		}
 	}
 	if c.SessionIdleTimeout > c.SessionLifetime {
 		r.fail("TOOLGATE_SESSION_IDLE_TIMEOUT", "must not exceed TOOLGATE_SESSION_LIFETIME")

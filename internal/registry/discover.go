@@ -35,8 +35,9 @@ func NewDiscoverer(allowPrivate bool, timeout time.Duration, version string) *Di
 }
 
 // Discover finds a source's tools without saving anything. With etag set, a
-// URL spec that did not change answers notModified and no discovery.
-func (d *Discoverer) Discover(ctx context.Context, cfg sources.Config, etag string) (disc *sources.Discovery, notModified bool, err error) {
+// URL spec that did not change answers notModified and no discovery. Auth,
+// when not nil, is the credential every upstream request carries.
+func (d *Discoverer) Discover(ctx context.Context, cfg sources.Config, etag string, auth *sources.Auth) (disc *sources.Discovery, notModified bool, err error) {
 	ctx, cancel := context.WithTimeout(ctx, DiscoveryTimeout)
 	defer cancel()
 	switch c := cfg.(type) {

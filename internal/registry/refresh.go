@@ -25,6 +25,13 @@ type Refresher struct {
 	Log        *slog.Logger
 	// Index is the Meilisearch index; nil leaves searching to PostgreSQL.
 	Index *search.Meili
+	// Credentials authenticate discovery; nil discovers without.
+	Credentials Discovery
+}
+
+// Discovery gives a source's discovery its credential.
+type Discovery interface {
+	ForDiscovery(ctx context.Context, src db.Source) (*sources.Auth, error)
 }
 
 // Refresh discovers one source and stores what it found. A failed
@@ -268,14 +275,20 @@ func (r *Refresher) stored(ctx context.Context, src db.Source) (db.DiscoveryResu
 	return result, err
 }
 
-func (r *Refresher) discover(ctx context.Context, src db.Source) (db.DiscoveryResult, bool, error) {
+func (r *Refresher) discover(ctx context.Context, src db.Source) (result db.DiscoveryResult, notModified bool, err error) {
 	cfg, problems := sources.ParseConfig(sources.Type(src.Type), src.Config, r.Rules)
 	if len(problems) > 0 {
 		return db.DiscoveryResult{}, false, fmt.Errorf("the configuration is no longer valid: %w", problems)
 	}
-	disc, notModified, err := r.Discoverer.Discover(ctx, cfg, src.ETag)
+	var auth *sources.Auth
+	if r.Credentials != nil {
+		if auth, err = r.Credentials.ForDiscovery(ctx, src); err != nil {
+			return db.DiscoveryResult{}, false, err
+		}
+	}
+	disc, notModified, err := r.Discoverer.Discover(ctx, cfg, src.ETag, auth)
 	if err != nil || notModified {
-		return db.DiscoveryResult{}, notModified, err
+		return db.DiscoveryResult{}, notModified, auth.RedactError(err)
 	}
 	return Stored(src.Slug, disc)
 }

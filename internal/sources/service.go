@@ -22,9 +22,10 @@ type Refresher interface {
 	Delete(ctx context.Context, orgID int64, id string) error
 }
 
-// Discoverer runs discovery without saving (the Test button).
+// Discoverer runs discovery without saving (the Test button). Auth, when
+// not nil, is the credential the upstream's requests carry.
 type Discoverer interface {
-	Discover(ctx context.Context, cfg Config, etag string) (*Discovery, bool, error)
+	Discover(ctx context.Context, cfg Config, etag string, auth *Auth) (*Discovery, bool, error)
 }
 
 // Service applies the rules of sources over the store.
@@ -33,6 +34,9 @@ type Service struct {
 	Rules      Rules
 	Refresher  Refresher
 	Discoverer Discoverer
+	// Credentials gives saved sources their credential for discovery and
+	// keeps secret values moved out of configurations.
+	Credentials Credentials
 }
 
 // Input creates a source.
@@ -193,7 +197,7 @@ func (s *Service) Test(ctx context.Context, in Input) (TestResult, error) {
 	if len(problems) > 0 {
 		return TestResult{}, problems
 	}
-	return s.run(ctx, validation.Slugify(in.Name), cfg), nil
+	return s.run(ctx, validation.Slugify(in.Name), cfg, nil), nil
 }
 
 // TestSaved runs discovery of a saved source without storing the result.
@@ -202,15 +206,29 @@ func (s *Service) TestSaved(ctx context.Context, src db.Source) (TestResult, err
 	if len(problems) > 0 {
 		return TestResult{Error: "the configuration is no longer valid: " + problems.Error()}, nil
 	}
-	return s.run(ctx, src.Slug, cfg), nil
+	auth, err := s.Credentials.ForDiscovery(ctx, src)
+	if err != nil {
+		return TestResult{Error: err.Error(), Tools: []Tool{}, Warnings: []Warning{}}, nil
+	}
+	return s.run(ctx, src.Slug, cfg, auth), nil
 }
 
-func (s *Service) run(ctx context.Context, namespace string, cfg Config) TestResult {
+// TestWith runs discovery of a saved source with the given credential
+// (a credential's Test button), saving nothing.
+func (s *Service) TestWith(ctx context.Context, src db.Source, auth *Auth) TestResult {
+	cfg, problems := ParseConfig(Type(src.Type), src.Config, s.Rules)
+	if len(problems) > 0 {
+		return TestResult{Error: "the configuration is no longer valid: " + problems.Error(), Tools: []Tool{}, Warnings: []Warning{}}
+	}
+	return s.run(ctx, src.Slug, cfg, auth)
+}
+
+func (s *Service) run(ctx context.Context, namespace string, cfg Config, auth *Auth) TestResult {
 	start := time.Now()
-	disc, _, err := s.Discoverer.Discover(ctx, cfg, "")
+	disc, _, err := s.Discoverer.Discover(ctx, cfg, "", auth)
 	res := TestResult{LatencyMS: time.Since(start).Milliseconds(), Tools: []Tool{}, Warnings: []Warning{}}
 	if err != nil {
-		res.Error = err.Error()
+		res.Error = auth.Redact(err.Error())
 		return res
 	}
 	tools := AssignPaths(namespace, disc.Tools)

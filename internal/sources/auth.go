@@ -1,0 +1,164 @@
+package sources
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"maps"
+	"net/http"
+	"net/url"
+	"sort"
+	"strings"
+
+	"github.com/toolgate/toolgate/db"
+)
+
+// Auth is what a credential adds to the requests of a source's upstream:
+// headers and query parameters over HTTP, environment variables for a
+// stdio server. It remembers every secret it carries so that errors and
+// upstream answers can be scrubbed of them. A nil *Auth adds nothing.
+type Auth struct {
+	Headers map[string]string
+	Query   map[string]string
+	Env     map[string]string
+	secrets []string
+}
+
+// AddSecret records a value that must never be shown, e.g. a password
+// whose Basic header is in Headers.
+func (a *Auth) AddSecret(values ...string) {
+	for _, v := range values {
+		if v != "" {
+			a.secrets = append(a.secrets, v)
+		}
+	}
+}
+
+// SetHeader adds a header whose value is secret.
+func (a *Auth) SetHeader(name, value string) {
+	if a.Headers == nil {
+		a.Headers = map[string]string{}
+	}
+	a.Headers[name] = value
+	a.AddSecret(value)
+}
+
+// SetQuery adds a query parameter whose value is secret.
+func (a *Auth) SetQuery(name, value string) {
+	if a.Query == nil {
+		a.Query = map[string]string{}
+	}
+	a.Query[name] = value
+	a.AddSecret(value)
+}
+
+// SetEnv adds an environment variable whose value is secret.
+func (a *Auth) SetEnv(name, value string) {
+	if a.Env == nil {
+		a.Env = map[string]string{}
+	}
+	a.Env[name] = value
+	a.AddSecret(value)
+}
+
+// Empty reports whether a adds nothing.
+func (a *Auth) Empty() bool {
+	return a == nil || len(a.Headers) == 0 && len(a.Query) == 0 && len(a.Env) == 0
+}
+
+// Apply sets a's headers and query parameters on an outbound request,
+// replacing any of the same name.
+func (a *Auth) Apply(req *http.Request) {
+	if a.Empty() {
+		return
+	}
+	for k, v := range a.Headers {
+		req.Header.Set(k, v)
+	}
+	if len(a.Query) > 0 {
+		q := req.URL.Query()
+		for k, v := range a.Query {
+			q.Set(k, v)
+		}
+		req.URL.RawQuery = q.Encode()
+	}
+}
+
+// WithQuery returns rawURL with a's query parameters set.
+func (a *Auth) WithQuery(rawURL string) string {
+	if a == nil || len(a.Query) == 0 {
+		return rawURL
+	}
+	u, err := url.Parse(rawURL)
+	if err != nil {
+		return rawURL
+	}
+	q := u.Query()
+	for k, v := range a.Query {
+		q.Set(k, v)
+	}
+	u.RawQuery = q.Encode()
+	return u.String()
+}
+
+// Overlay returns base with add's entries on top; base is not changed.
+func Overlay(base, add map[string]string) map[string]string {
+	if len(add) == 0 {
+		return base
+	}
+	out := maps.Clone(base)
+	if out == nil {
+		out = map[string]string{}
+	}
+	maps.Copy(out, add)
+	return out
+}
+
+// Redact replaces every secret a carries, in the forms an error or an
+// upstream echo could show it (as is, URL-encoded, JSON-escaped, base64),
+// with [Mask].
+func (a *Auth) Redact(s string) string {
+	if a == nil || len(a.secrets) == 0 || s == "" {
+		return s
+	}
+	forms := make([]string, 0, len(a.secrets)*4)
+	for _, v := range a.secrets {
+		forms = append(forms, v, url.QueryEscape(v), url.PathEscape(v), base64.StdEncoding.EncodeToString([]byte(v)))
+		if j, err := json.Marshal(v); err == nil {
+			forms = append(forms, strings.Trim(string(j), `"`))
+		}
+	}
+	// Longest first, so a value containing another is replaced whole.
+	sort.Slice(forms, func(i, j int) bool { return len(forms[i]) > len(forms[j]) })
+	for _, f := range forms {
+		if f != "" {
+			s = strings.ReplaceAll(s, f, Mask)
+		}
+	}
+	return s
+}
+
+// RedactError is err with its message redacted; nil stays nil.
+func (a *Auth) RedactError(err error) error {
+	if err == nil || a == nil || len(a.secrets) == 0 {
+		return err
+	}
+	msg := err.Error()
+	if red := a.Redact(msg); red != msg {
+		return errors.New(red)
+	}
+	return err
+}
+
+// Credentials gives a saved source's discovery its credential and keeps
+// the secret-looking values moved out of a source's configuration.
+type Credentials interface {
+	// ForDiscovery is the auth a source's discovery uses: the workspace's
+	// credential, then the organization's. Nil when there is none.
+	ForDiscovery(ctx context.Context, src db.Source) (*Auth, error)
+	// Keep stores values (keyed "env.NAME" or "headers.NAME") as the
+	// source's credential at the source's own scope, merging them into a
+	// custom-headers credential that is already there.
+	Keep(ctx context.Context, src db.Source, actorID int64, values map[string]string) error
+}
