@@ -23,6 +23,12 @@ const (
 // routes outside it (assets, health) have none to read.
 func hasSession(c echo.Context) bool { return c.Get(ctxSession) == true }
 
+// actorID is the signed-in user's id, or 0.
+func actorID(c echo.Context) int64 {
+	u, _ := userOf(c)
+	return u.ID
+}
+
 // userOf returns the signed-in user; ok is false for anonymous requests.
 func userOf(c echo.Context) (db.User, bool) {
 	u, ok := c.Get(ctxUser).(db.User)

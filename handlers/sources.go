@@ -128,6 +128,7 @@ func (s *Server) createSource(c echo.Context) error {
 	var src db.Source
 	err := problems.Err()
 	if err == nil {
+		in.ActorID = actorID(c)
 		src, err = s.sources.Create(c.Request().Context(), orgOf(c).ID, workspaceIDOf(c), in)
 	}
 	if errors.As(err, &f.Errors) {
@@ -280,7 +281,7 @@ func (s *Server) updateSource(c echo.Context) error {
 	err := problems.Err()
 	var updated db.Source
 	if err == nil {
-		updated, err = s.sources.Update(c.Request().Context(), src, sources.Patch{Name: &in.Name, Config: in.Config})
+		updated, err = s.sources.Update(c.Request().Context(), src, sources.Patch{Name: &in.Name, Config: in.Config, ActorID: actorID(c)})
 	}
 	if errors.As(err, &f.Errors) {
 		return s.renderSourceForm(c, http.StatusUnprocessableEntity, f, nil)
@@ -380,7 +381,7 @@ func (s *Server) importSources(c echo.Context) error {
 		p.Entries = entries
 		return s.renderImport(c, http.StatusOK, p)
 	}
-	res, err := s.sources.Import(c.Request().Context(), orgOf(c).ID, workspaceIDOf(c), []byte(text))
+	res, err := s.sources.Import(c.Request().Context(), orgOf(c).ID, workspaceIDOf(c), actorID(c), []byte(text))
 	var problems validation.Errors
 	if errors.As(err, &problems) {
 		p.Error = problems["config"]
@@ -481,6 +482,7 @@ func (s *Server) apiCreateSource(c echo.Context) error {
 	if workspaceIDOf(c) == nil {
 		in.Scope = sources.ScopeOrganization
 	}
+	in.ActorID = actorID(c)
 	src, err := s.sources.Create(c.Request().Context(), orgOf(c).ID, workspaceIDOf(c), in)
 	if err != nil {
 		return err
@@ -497,6 +499,7 @@ func (s *Server) apiUpdateSource(c echo.Context) error {
 	if err := decodeJSON(c, &p); err != nil {
 		return err
 	}
+	p.ActorID = actorID(c)
 	src, err := s.sources.Update(c.Request().Context(), sourceOf(c), p)
 	if err != nil {
 		return err
@@ -610,7 +613,7 @@ func (s *Server) apiImportSources(c echo.Context) error {
 		}
 		return c.JSON(http.StatusOK, sources.ImportResult{Entries: entries, Created: map[string]string{}})
 	}
-	res, err := s.sources.Import(c.Request().Context(), orgOf(c).ID, workspaceIDOf(c), body)
+	res, err := s.sources.Import(c.Request().Context(), orgOf(c).ID, workspaceIDOf(c), actorID(c), body)
 	if err != nil {
 		return err
 	}

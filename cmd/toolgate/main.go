@@ -27,6 +27,11 @@ Usage:
   toolgate reindex [--org SLUG]
                               rebuild the search index from PostgreSQL
   toolgate migrate            apply database migrations and exit
+  toolgate keys generate      print a new key ring entry (id:base64) for TOOLGATE_SECRET_KEYS
+  toolgate keys rotate [--new-key]
+                              re-encrypt every credential under the current key; safe
+                              to interrupt and run again (--new-key: add a fresh key to
+                              the embedded default's key file first)
   toolgate users create --email E --password-stdin [--name N] [--org NAME] [--token]
                               create an account (and organization) headlessly
   toolgate version            print the version
@@ -57,6 +62,8 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		err = reindex(ctx, args[1:], stdout, stderr, getenv)
 	case "migrate":
 		err = migrate(ctx, stderr, getenv)
+	case "keys":
+		err = keys(ctx, args[1:], stdout, stderr, getenv)
 	case "users":
 		err = users(ctx, args[1:], stdin, stdout, stderr, getenv)
 	case "version", "--version", "-v":

@@ -426,6 +426,40 @@ func SecretKeys(c Config) []string {
 	return keys
 }
 
+// SplitSecrets moves the secret-looking env and header values out of an MCP
+// configuration: it returns the configuration without them and the moved
+// values keyed "env.NAME" or "headers.NAME", which become the source's
+// credential. Other configurations come back as they are.
+func SplitSecrets(c Config) (Config, map[string]string) {
+	m, ok := c.(*MCPConfig)
+	if !ok {
+		return c, nil
+	}
+	out := *m
+	moved := map[string]string{}
+	out.Env = splitMap(m.Env, "env.", moved)
+	out.Headers = splitMap(m.Headers, "headers.", moved)
+	if len(moved) == 0 {
+		return c, nil
+	}
+	return &out, moved
+}
+
+func splitMap(in map[string]string, prefix string, moved map[string]string) map[string]string {
+	var keep map[string]string
+	for k, v := range in {
+		if LooksSecret(k) && v != "" && v != Mask {
+			moved[prefix+k] = v
+			continue
+		}
+		if keep == nil {
+			keep = map[string]string{}
+		}
+		keep[k] = v
+	}
+	return keep
+}
+
 // AuthFingerprint hashes the parts of a configuration that authenticate.
 func AuthFingerprint(c Config) string {
 	m, ok := c.(*MCPConfig)

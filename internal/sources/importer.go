@@ -18,8 +18,8 @@ type ImportEntry struct {
 	Key    string     `json:"key"`
 	Name   string     `json:"name"`
 	Config *MCPConfig `json:"config,omitempty"`
-	// SecretKeys are env and header values that look secret; Part 4 moves
-	// them into credentials.
+	// SecretKeys are env and header values that look secret: the import
+	// moves them into the source's credential, out of its configuration.
 	SecretKeys []string `json:"secret_keys"`
 	// Problem says why the entry cannot be imported; empty when it can.
 	Problem string `json:"problem,omitempty"`
@@ -143,7 +143,7 @@ type ImportResult struct {
 // Import creates a source for every importable entry of a client
 // configuration; entries with problems, or whose names are taken, are
 // reported and skipped.
-func (s *Service) Import(ctx context.Context, orgID int64, workspaceID *int64, raw []byte) (ImportResult, error) {
+func (s *Service) Import(ctx context.Context, orgID int64, workspaceID *int64, actorID int64, raw []byte) (ImportResult, error) {
 	entries, err := ParseClientConfig(raw, s.Rules)
 	if err != nil {
 		return ImportResult{}, err
@@ -155,7 +155,7 @@ func (s *Service) Import(ctx context.Context, orgID int64, workspaceID *int64, r
 		}
 		cfg, _ := json.Marshal(e.Config)
 		enabled := !strings.HasPrefix(e.Problem, "Disabled")
-		src, err := s.Create(ctx, orgID, workspaceID, Input{Name: e.Name, Type: TypeMCP, Scope: ScopeWorkspace, Enabled: &enabled, Config: cfg})
+		src, err := s.Create(ctx, orgID, workspaceID, Input{Name: e.Name, Type: TypeMCP, Scope: ScopeWorkspace, Enabled: &enabled, Config: cfg, ActorID: actorID})
 		var problems validation.Errors
 		switch {
 		case asErrors(err, &problems):

@@ -46,6 +46,9 @@ type Input struct {
 	Scope   Scope           `json:"scope"`
 	Enabled *bool           `json:"enabled"`
 	Config  json.RawMessage `json:"config"`
+	// ActorID is who creates it: the author of a credential made from
+	// secret values in the configuration.
+	ActorID int64 `json:"-"`
 }
 
 // Patch changes a source; nil fields stay. Type and scope never change.
@@ -53,6 +56,7 @@ type Patch struct {
 	Name    *string         `json:"name"`
 	Enabled *bool           `json:"enabled"`
 	Config  json.RawMessage `json:"config"`
+	ActorID int64           `json:"-"`
 }
 
 // check validates an input and returns its parsed configuration.
@@ -94,6 +98,10 @@ func (s *Service) Create(ctx context.Context, orgID int64, workspaceID *int64, i
 	if in.Scope == ScopeOrganization {
 		workspaceID = nil
 	}
+	cfg, moved := SplitSecrets(cfg)
+	if len(moved) > 0 && s.Credentials == nil {
+		return db.Source{}, errors.New("secret values in a configuration need the credentials store")
+	}
 	stored, _ := json.Marshal(cfg)
 	enabled := in.Enabled == nil || *in.Enabled
 	src, err := s.Store.CreateSource(ctx, db.NewSource{
@@ -103,6 +111,13 @@ func (s *Service) Create(ctx context.Context, orgID int64, workspaceID *int64, i
 	})
 	if err := nameConflict(err, in.Name); err != nil {
 		return db.Source{}, err
+	}
+	if len(moved) > 0 {
+		if err := s.Credentials.Keep(ctx, src, in.ActorID, moved); err != nil {
+			// The source would run without its secret: take it back.
+			_ = s.Store.DeleteSource(context.WithoutCancel(ctx), orgID, src.ID)
+			return db.Source{}, fmt.Errorf("keep the secret values of source %s as its credential: %w", src.ID, err)
+		}
 	}
 	if err := s.Refresher.Refresh(ctx, orgID, src.ID); err != nil {
 		return db.Source{}, err
@@ -136,6 +151,16 @@ func (s *Service) Update(ctx context.Context, src db.Source, p Patch) (db.Source
 	}
 	if stored, serr := ParseConfig(Type(src.Type), src.Config, Rules{AllowStdio: true}); len(serr) == 0 {
 		KeepMasked(cfg, stored)
+	}
+	cfg, moved := SplitSecrets(cfg)
+	if len(moved) > 0 {
+		if s.Credentials == nil {
+			return db.Source{}, errors.New("secret values in a configuration need the credentials store")
+		}
+		// Before the source changes, so a refused value leaves both as they were.
+		if err := s.Credentials.Keep(ctx, src, p.ActorID, moved); err != nil {
+			return db.Source{}, err
+		}
 	}
 	enabled := src.Enabled
 	if p.Enabled != nil {
@@ -200,17 +225,17 @@ func (s *Service) Test(ctx context.Context, in Input) (TestResult, error) {
 	return s.run(ctx, validation.Slugify(in.Name), cfg, nil), nil
 }
 
-// TestSaved runs discovery of a saved source without storing the result.
+// TestSaved runs discovery of a saved source, with the credential its
+// discovery uses, without storing the result.
 func (s *Service) TestSaved(ctx context.Context, src db.Source) (TestResult, error) {
-	cfg, problems := ParseConfig(Type(src.Type), src.Config, s.Rules)
-	if len(problems) > 0 {
-		return TestResult{Error: "the configuration is no longer valid: " + problems.Error()}, nil
+	var auth *Auth
+	if s.Credentials != nil {
+		var err error
+		if auth, err = s.Credentials.ForDiscovery(ctx, src); err != nil {
+			return TestResult{Error: err.Error(), Tools: []Tool{}, Warnings: []Warning{}}, nil
+		}
 	}
-	auth, err := s.Credentials.ForDiscovery(ctx, src)
-	if err != nil {
-		return TestResult{Error: err.Error(), Tools: []Tool{}, Warnings: []Warning{}}, nil
-	}
-	return s.run(ctx, src.Slug, cfg, auth), nil
+	return s.TestWith(ctx, src, auth), nil
 }
 
 // TestWith runs discovery of a saved source with the given credential
