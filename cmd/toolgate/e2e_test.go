@@ -70,6 +70,10 @@ func TestEmbeddedDefaultEndToEnd(t *testing.T) {
 
 	base := "http://" + addr
 	waitReady(t, base, &stderr)
+	// The embedded default made its credentials key once, private to its owner.
+	if fi, err := os.Stat(filepath.Join(dataDir, "secret-keys")); err != nil || fi.Mode().Perm() != 0o600 {
+		t.Errorf("key file: %v (mode %v)", err, fi)
+	}
 	var banner string
 	select {
 	case banner = <-printed:
