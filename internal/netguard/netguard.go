@@ -177,7 +177,7 @@ func Fetch(ctx context.Context, client *http.Client, url, etag string, maxBytes 
 		return Fetched{ETag: etag, NotModified: true}, nil
 	}
 	if res.StatusCode < 200 || res.StatusCode > 299 {
-		return Fetched{}, fmt.Errorf("%s answered HTTP %d %s", url, res.StatusCode, http.StatusText(res.StatusCode))
+		return Fetched{}, &StatusError{URL: url, StatusCode: res.StatusCode}
 	}
 	if res.ContentLength > maxBytes {
 		return Fetched{}, fmt.Errorf("%s is %d MiB, larger than the %d MiB limit", url, res.ContentLength>>20, maxBytes>>20)
@@ -194,6 +194,17 @@ func Fetch(ctx context.Context, client *http.Client, url, etag string, maxBytes 
 		return Fetched{}, fmt.Errorf("%s answered with an HTML page, not a machine-readable document", url)
 	}
 	return Fetched{Body: body, ETag: res.Header.Get("ETag"), ContentType: ct}, nil
+}
+
+// StatusError is [Fetch]'s answer to a status other than 2xx (or 304 to a
+// conditional request).
+type StatusError struct {
+	URL        string
+	StatusCode int
+}
+
+func (e *StatusError) Error() string {
+	return fmt.Sprintf("%s answered HTTP %d %s", e.URL, e.StatusCode, http.StatusText(e.StatusCode))
 }
 
 // IsHTML reports whether a response is an HTML page.

@@ -1,13 +1,46 @@
 // A live GraphQL endpoint for tests: graphql-yoga serving a small schema on
 // 127.0.0.1 at the port given as the first argument (0 picks one); it prints
 // "listening <port>" when ready. With --no-introspection it refuses
-// introspection queries, as hardened endpoints do.
+// introspection queries, as hardened endpoints do. With
+// --require-header NAME=VALUE or --require-query NAME=VALUE (each may repeat)
+// it answers every request that lacks that header or query parameter value
+// with 401 and a GraphQL error that echoes what it received, as careless
+// endpoints do.
 import { createServer } from 'node:http'
 import { createSchema, createYoga } from 'graphql-yoga'
 import { NoSchemaIntrospectionCustomRule } from 'graphql'
 
 const port = Number(process.argv[2] ?? 0)
 const introspection = !process.argv.includes('--no-introspection')
+
+// required returns the NAME=VALUE pairs given after flag.
+function required(flag) {
+  const pairs = []
+  process.argv.forEach((arg, i) => {
+    if (arg !== flag) return
+    const pair = process.argv[i + 1] ?? ''
+    const eq = pair.indexOf('=')
+    if (eq < 1) throw new Error(`${flag} wants NAME=VALUE, got ${JSON.stringify(pair)}`)
+    pairs.push([pair.slice(0, eq), pair.slice(eq + 1)])
+  })
+  return pairs
+}
+const requiredHeaders = required('--require-header')
+const requiredQuery = required('--require-query')
+
+// refusal says what a request lacks, or returns '' when it may pass.
+function refusal(req) {
+  for (const [name, want] of requiredHeaders) {
+    const got = req.headers[name.toLowerCase()]
+    if (got !== want) return `header ${name} ${got === undefined ? 'is missing' : 'is wrong: got ' + got}`
+  }
+  const query = new URL(req.url, 'http://localhost').searchParams
+  for (const [name, want] of requiredQuery) {
+    const got = query.get(name)
+    if (got !== want) return `query parameter ${name} ${got === null ? 'is missing' : 'is wrong: got ' + got}`
+  }
+  return ''
+}
 
 const typeDefs = /* GraphQL */ `
   "A book in the library."
@@ -51,7 +84,12 @@ const yoga = createYoga({
   logging: false,
   plugins: introspection ? [] : [{ onValidate: ({ addValidationRule }) => addValidationRule(NoSchemaIntrospectionCustomRule) }],
 })
-const server = createServer(yoga)
+const server = createServer((req, res) => {
+  const why = refusal(req)
+  if (why === '') return yoga(req, res)
+  res.writeHead(401, { 'content-type': 'application/json' })
+  res.end(JSON.stringify({ errors: [{ message: `Unauthorized: ${why} (request ${req.url})` }] }))
+})
 server.listen(port, '127.0.0.1', () => {
   console.log('listening ' + server.address().port)
 })
