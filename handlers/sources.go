@@ -13,6 +13,7 @@ import (
 
 	"github.com/toolgate/toolgate/db"
 	"github.com/toolgate/toolgate/internal/auth"
+	"github.com/toolgate/toolgate/internal/credentials"
 	"github.com/toolgate/toolgate/internal/sources"
 	"github.com/toolgate/toolgate/internal/validation"
 	"github.com/toolgate/toolgate/views/paths"
@@ -215,6 +216,9 @@ func (s *Server) renderSource(c echo.Context, status int, test *sources.TestResu
 	for _, t := range tools {
 		p.Tools = append(p.Tools, viewsources.ToolRow{Path: t.Path, Description: t.Description, DefaultApproval: t.DefaultApproval})
 	}
+	if err := s.sourceCredentials(c, src, &p); err != nil {
+		return err
+	}
 	if page > 1 {
 		p.PrevURL = sourceURL(c, src.ID) + "?page=" + strconv.Itoa(page-1)
 	}
@@ -222,6 +226,27 @@ func (s *Server) renderSource(c echo.Context, status int, test *sources.TestResu
 		p.NextURL = sourceURL(c, src.ID) + "?page=" + strconv.Itoa(page+1)
 	}
 	return render(c, status, viewsources.DetailView(p))
+}
+
+// sourceCredentials fills the source page's credentials card: what applies
+// to the reader in this workspace, and where to add one.
+func (s *Server) sourceCredentials(c echo.Context, src db.Source, p *viewsources.DetailPage) error {
+	place := credentials.Place{OrgID: src.OrgID, WorkspaceID: workspaceIDOf(c)}
+	actor := credentials.Actor{UserID: actorID(c), Role: roleOf(c)}
+	creds, err := s.creds.List(c.Request().Context(), place, actor, "", src.ID)
+	if err != nil {
+		return err
+	}
+	list := paths.WorkspaceCredentials(orgOf(c).Slug, workspaceOf(c).Slug)
+	for _, cr := range creds {
+		a := credentials.AuthOf(cr)
+		p.Credentials = append(p.Credentials, viewsources.CredentialRow{Scope: credentials.Scope(cr.Scope).Label(), Describe: a.Type.Label() + " · " + a.Describe(),
+			Hint: cr.Hint, URL: paths.Credential(list, cr.ID), LastUsed: cr.LastUsedAt})
+	}
+	if actor.Role.AtLeast(auth.Member) {
+		p.NewCredentialURL = list + "/new?source=" + url.QueryEscape(src.ID)
+	}
+	return nil
 }
 
 func detailOf(c echo.Context, v sourceView) viewsources.Detail {

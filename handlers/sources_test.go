@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/toolgate/toolgate/internal/credentials"
 	"github.com/toolgate/toolgate/internal/testenv"
 )
 
@@ -307,17 +308,25 @@ func TestMCPSourcesSecretsAndImport(t *testing.T) {
 	if src.State != "ready" || src.ToolCount == 0 {
 		t.Fatalf("memory server: %+v", src)
 	}
+	// The secret left the configuration for the source's workspace credential.
 	env := src.Config["env"].(map[string]any)
-	if env["API_TOKEN"] == secret || len(src.SecretKeys) != 1 || src.SecretKeys[0] != "env.API_TOKEN" {
-		t.Fatalf("secret not masked: %+v", src)
+	if _, ok := env["API_TOKEN"]; ok || len(src.SecretKeys) != 0 {
+		t.Fatalf("the secret stayed in the configuration: %+v", src)
 	}
-	// Sending the mask back keeps the stored value.
+	creds := &credentials.Service{Store: f.store, Ring: f.keys}
+	stored, err := f.store.Source(context.Background(), orgIDOf(t, f.env, "acme"), src.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a, err := creds.ForDiscovery(context.Background(), stored); err != nil || a.Env["API_TOKEN"] != secret {
+		t.Fatalf("the source's credential: %+v %v", a, err)
+	}
+	// An edit that leaves the secret out keeps the credential.
 	owner.api("PATCH", wsSources+"/"+src.ID, map[string]any{"name": "Memory Store", "config": map[string]any{
 		"transport": "stdio", "command": memory, "env": env}})
 	patched := settle(t, owner, wsSources+"/"+src.ID)
-	var stored string
-	if err := f.store.Pool().QueryRow(context.Background(), `SELECT config->'env'->>'API_TOKEN' FROM sources WHERE id = $1`, src.ID).Scan(&stored); err != nil || stored != secret {
-		t.Fatalf("stored secret after an edit with the mask: %q %v", stored, err)
+	if a, err := creds.ForDiscovery(context.Background(), stored); err != nil || a.Env["API_TOKEN"] != secret {
+		t.Fatalf("the credential after an edit: %+v %v", a, err)
 	}
 	if patched.Namespace != "memory-store" || patched.State != "ready" {
 		t.Fatalf("patched: %+v", patched)
@@ -470,4 +479,14 @@ func riverJobs(e *env) string {
 		}
 	}
 	return b.String()
+}
+
+// orgIDOf is the id of the organization with the slug.
+func orgIDOf(t testing.TB, e *env, slug string) int64 {
+	t.Helper()
+	var id int64
+	if err := e.store.Pool().QueryRow(context.Background(), `SELECT id FROM organizations WHERE slug = $1`, slug).Scan(&id); err != nil {
+		t.Fatal(err)
+	}
+	return id
 }

@@ -117,6 +117,17 @@ var (
 	paramName  = regexp.MustCompile(`^[A-Za-z0-9_.\-\[\]]+$`)
 )
 
+// reservedHeader reports whether a header belongs to the protocol, so a
+// credential may not set it.
+func reservedHeader(name string) bool {
+	switch strings.ToLower(name) {
+	case "host", "content-type", "content-length", "transfer-encoding", "connection", "accept", "accept-encoding",
+		"te", "trailer", "upgrade", "cookie2", "last-event-id":
+		return true
+	}
+	return strings.HasPrefix(strings.ToLower(name), "mcp-")
+}
+
 // normalize trims the parameters and fills the defaults of a type.
 func (a *Auth) normalize() {
 	a.Type = Type(strings.TrimSpace(string(a.Type)))
@@ -158,6 +169,8 @@ func (a *Auth) check(e validation.Errors, stdio bool) {
 	case TypeBearer:
 		if !headerName.MatchString(a.Header) {
 			e.Add("auth.header", "Use a header name of letters, digits and - (e.g. Authorization).")
+		} else if reservedHeader(a.Header) {
+			e.Add("auth.header", a.Header+" belongs to the protocol; choose the header the upstream reads the token from.")
 		}
 		if strings.ContainsAny(a.Scheme, " \r\n\t") {
 			e.Add("auth.scheme", "Use one word, e.g. Bearer or Token, or leave it empty.")
@@ -167,6 +180,8 @@ func (a *Auth) check(e validation.Errors, stdio bool) {
 		case "header":
 			if !headerName.MatchString(a.Name) {
 				e.Add("auth.name", "Enter the header that carries the key, e.g. X-API-Key.")
+			} else if reservedHeader(a.Name) {
+				e.Add("auth.name", a.Name+" belongs to the protocol; choose the header the upstream reads the key from.")
 			}
 		case "query":
 			if !paramName.MatchString(a.Name) {
@@ -239,6 +254,8 @@ func checkSecret(a *Auth, sec *Secret, e validation.Errors, stdio bool) {
 				e.Add("secret.headers", fmt.Sprintf("%q is not a valid environment variable name.", name))
 			} else if !stdio && !headerName.MatchString(name) {
 				e.Add("secret.headers", fmt.Sprintf("%q is not a valid header name.", name))
+			} else if !stdio && reservedHeader(name) {
+				e.Add("secret.headers", name+" belongs to the protocol and cannot be set by a credential.")
 			}
 			oneLine("secret.headers", v, "value of "+name)
 			names = append(names, name)

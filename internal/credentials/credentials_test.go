@@ -281,6 +281,8 @@ func TestInputIsChecked(t *testing.T) {
 		{"basic without a password", f.wsSource, credentials.Auth{Type: credentials.TypeBasic, Username: "u"}, &credentials.Secret{}, "secret.password"},
 		{"headers without pairs", f.wsSource, credentials.Auth{Type: credentials.TypeHeaders}, &credentials.Secret{}, "secret.headers"},
 		{"a header name with a space", f.wsSource, credentials.Auth{Type: credentials.TypeHeaders}, &credentials.Secret{Headers: map[string]string{"X Token": "v"}}, "secret.headers"},
+		{"a protocol header", f.wsSource, credentials.Auth{Type: credentials.TypeHeaders}, &credentials.Secret{Headers: map[string]string{"Mcp-Session-Id": "v"}}, "secret.headers"},
+		{"a token in Content-Type", f.wsSource, credentials.Auth{Type: credentials.TypeBearer, Header: "content-type"}, &credentials.Secret{Value: "v"}, "auth.header"},
 		{"an unknown type", f.wsSource, credentials.Auth{Type: "oauth9"}, &credentials.Secret{Value: "v"}, "auth.type"},
 		{"a bearer token for a stdio server", f.stdio, credentials.Auth{Type: credentials.TypeBearer}, &credentials.Secret{Value: "v"}, "auth.type"},
 		{"a bad variable name for a stdio server", f.stdio, credentials.Auth{Type: credentials.TypeHeaders}, &credentials.Secret{Headers: map[string]string{"X-Token": "v"}}, "secret.headers"},

@@ -1,6 +1,7 @@
 package sources
 
 import (
+	"bytes"
 	"context"
 	"encoding/base64"
 	"encoding/json"
@@ -127,6 +128,13 @@ func (a *Auth) Redact(s string) string {
 		forms = append(forms, v, url.QueryEscape(v), url.PathEscape(v), base64.StdEncoding.EncodeToString([]byte(v)))
 		if j, err := json.Marshal(v); err == nil {
 			forms = append(forms, strings.Trim(string(j), `"`))
+		}
+		// As JavaScript's JSON.stringify and Go's %q write it: & < > kept.
+		var b bytes.Buffer
+		enc := json.NewEncoder(&b)
+		enc.SetEscapeHTML(false)
+		if enc.Encode(v) == nil {
+			forms = append(forms, strings.Trim(strings.TrimSpace(b.String()), `"`))
 		}
 	}
 	// Longest first, so a value containing another is replaced whole.

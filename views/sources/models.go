@@ -103,6 +103,16 @@ type DetailPage struct {
 	ListURL     string
 	Test        *sources.TestResult
 	DeleteError string
+	// Credentials of the source the reader sees, in the order calls use them.
+	Credentials []CredentialRow
+	// NewCredentialURL adds one; empty for viewers.
+	NewCredentialURL string
+}
+
+// CredentialRow is one credential of a source, without its value.
+type CredentialRow struct {
+	Scope, Describe, Hint, URL string
+	LastUsed                   *time.Time
 }
 
 // Detail is a source as its page shows it.
