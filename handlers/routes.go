@@ -39,6 +39,10 @@ func (s *Server) routes(e *echo.Echo) {
 	me.GET("/tokens", s.tokensPage)
 	me.POST("/tokens", s.createToken)
 	me.POST("/tokens/:id/revoke", s.revokeToken)
+	me.GET("/credentials", s.myCredentialsPage)
+	me.GET("/credentials/new", s.newCredentialPage)
+	me.POST("/credentials", s.createCredential)
+	s.credentialRoutes(me.Group("/credentials/:id", s.loadMyCredential))
 
 	// Console: organizations.
 	web.GET("/orgs", s.orgsPage, s.requireUser)
@@ -58,6 +62,12 @@ func (s *Server) routes(e *echo.Echo) {
 	org.GET("/workspaces", s.workspacesPage)
 	org.GET("/workspaces/new", s.newWorkspacePage, requireRole(auth.Admin))
 	org.POST("/workspaces", s.createWorkspace, requireRole(auth.Admin))
+	// Credentials: the service decides who may do what (members keep their
+	// own account credentials; owners and admins manage shared ones).
+	org.GET("/credentials", s.credentialsPage)
+	org.GET("/credentials/new", s.newCredentialPage, requireRole(auth.Member))
+	org.POST("/credentials", s.createCredential)
+	s.credentialRoutes(org.Group("/credentials/:id"))
 
 	ws := org.Group("/w/:ws", s.loadWorkspace)
 	ws.GET("", s.workspaceHome)
@@ -84,6 +94,10 @@ func (s *Server) routes(e *echo.Echo) {
 	src.POST("/refresh", s.refreshSource, requireRole(auth.Admin))
 	src.POST("/enabled", s.setSourceEnabled, requireRole(auth.Admin))
 	src.POST("/delete", s.deleteSource, requireRole(auth.Admin))
+	ws.GET("/credentials", s.credentialsPage)
+	ws.GET("/credentials/new", s.newCredentialPage, requireRole(auth.Member))
+	ws.POST("/credentials", s.createCredential)
+	s.credentialRoutes(ws.Group("/credentials/:id"))
 	ws.GET("/:section", s.comingSoon)
 
 	// JSON API: session or personal access token.
@@ -94,6 +108,9 @@ func (s *Server) routes(e *echo.Echo) {
 	api.GET("/me/tokens", s.apiTokens)
 	api.POST("/me/tokens", s.apiCreateToken)
 	api.DELETE("/me/tokens/:id", s.apiRevokeToken)
+	api.GET("/me/credentials", s.apiMyCredentials)
+	api.POST("/me/credentials", s.apiCreateMyCredential)
+	s.apiCredentialRoutes(api.Group("/me/credentials/:id", s.loadMyCredential))
 	api.POST("/invitations/accept", s.apiAcceptInvitation)
 	api.GET("/orgs", s.apiOrgs)
 	api.POST("/orgs", s.apiCreateOrg)
@@ -115,6 +132,12 @@ func (s *Server) routes(e *echo.Echo) {
 	apiOrg.POST("/sources/test", s.apiTestSource, requireRole(auth.Admin))
 	s.apiSourceRoutes(apiOrg.Group("/sources/:id", s.loadSource))
 
+	// Credentials: no role gate here, since members may keep account
+	// credentials; the service enforces who manages which scope.
+	apiOrg.GET("/credentials", s.apiCredentials)
+	apiOrg.POST("/credentials", s.apiCreateCredential)
+	s.apiCredentialRoutes(apiOrg.Group("/credentials/:id"))
+
 	apiWS := apiOrg.Group("/workspaces/:ws", s.loadWorkspace)
 	apiWS.GET("", s.apiWorkspace)
 	apiWS.PATCH("", s.apiUpdateWorkspace, requireRole(auth.Admin))
@@ -127,6 +150,9 @@ func (s *Server) routes(e *echo.Echo) {
 	apiWS.POST("/sources/test", s.apiTestSource, requireRole(auth.Admin))
 	apiWS.POST("/sources/import", s.apiImportSources, requireRole(auth.Admin))
 	s.apiSourceRoutes(apiWS.Group("/sources/:id", s.loadSource))
+	apiWS.GET("/credentials", s.apiCredentials)
+	apiWS.POST("/credentials", s.apiCreateCredential)
+	s.apiCredentialRoutes(apiWS.Group("/credentials/:id"))
 }
 
 // apiSourceRoutes are the routes of one source, in a workspace or the organization.
@@ -137,6 +163,25 @@ func (s *Server) apiSourceRoutes(g *echo.Group) {
 	g.POST("/test", s.apiTestSavedSource, requireRole(auth.Admin))
 	g.POST("/refresh", s.apiRefreshSource, requireRole(auth.Admin))
 	g.GET("/tools", s.apiSourceTools)
+}
+
+// credentialRoutes are the console routes of one credential, in a
+// workspace, the organization or the user's settings.
+func (s *Server) credentialRoutes(g *echo.Group) {
+	g.GET("", s.credentialPage)
+	g.POST("", s.updateCredential)
+	g.POST("/secret", s.replaceCredentialSecret)
+	g.POST("/test", s.testCredential)
+	g.POST("/delete", s.deleteCredential)
+}
+
+// apiCredentialRoutes are the API routes of one credential, in a
+// workspace, the organization or /me.
+func (s *Server) apiCredentialRoutes(g *echo.Group) {
+	g.GET("", s.apiCredential)
+	g.PATCH("", s.apiUpdateCredential)
+	g.DELETE("", s.apiDeleteCredential)
+	g.POST("/test", s.apiTestCredential)
 }
 
 // errorsInSession renders errors while the session is still loaded, so an

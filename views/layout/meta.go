@@ -68,7 +68,7 @@ func (m Meta) htmxHeaders() string {
 var Sections = []Section{
 	{Key: "sources", Label: "Sources", Ready: true},
 	{Key: "tools", Label: "Tools", Ready: true},
-	{Key: "credentials", Label: "Credentials"},
+	{Key: "credentials", Label: "Credentials", Ready: true},
 	{Key: "policies", Label: "Policies"},
 	{Key: "approvals", Label: "Approvals"},
 	{Key: "activity", Label: "Activity"},

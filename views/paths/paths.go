@@ -19,6 +19,9 @@ const (
 	OpenAPI  = "/api/v1/openapi.json"
 )
 
+// MyCredentials lists the signed-in user's own (account) credentials.
+const MyCredentials = "/settings/credentials"
+
 // Token is one personal access token's page.
 func Token(id string) string { return Tokens + "/" + url.PathEscape(id) }
 
@@ -43,6 +46,9 @@ func Invitations(org string) string { return Org(org) + "/invitations" }
 // OrgInvitation is one pending invitation.
 func OrgInvitation(org, id string) string { return Invitations(org) + "/" + url.PathEscape(id) }
 
+// OrgCredentials lists an organization's credentials.
+func OrgCredentials(org string) string { return Org(org) + "/credentials" }
+
 // Workspaces lists an organization's workspaces.
 func Workspaces(org string) string { return Org(org) + "/workspaces" }
 
@@ -57,6 +63,17 @@ func WorkspaceSettings(org, ws string) string { return Workspace(org, ws) + "/se
 
 // WorkspaceSection is a section of a workspace, such as "sources".
 func WorkspaceSection(org, ws, section string) string { return Workspace(org, ws) + "/" + section }
+
+// WorkspaceCredentials lists the credentials that apply in a workspace.
+func WorkspaceCredentials(org, ws string) string { return WorkspaceSection(org, ws, "credentials") }
+
+// Credential is one credential's page under a credentials list.
+func Credential(list, id string) string { return list + "/" + url.PathEscape(id) }
+
+// WorkspaceSource is a source's page, seen from a workspace.
+func WorkspaceSource(org, ws, id string) string {
+	return WorkspaceSection(org, ws, "sources") + "/" + url.PathEscape(id)
+}
 
 // WithNext adds a return path to a sign-in or sign-up link.
 func WithNext(p, next string) string {
