@@ -69,7 +69,8 @@ func (a *Auth) Empty() bool {
 }
 
 // Apply sets a's headers and query parameters on an outbound request,
-// replacing any of the same name.
+// replacing any of the same name. The rest of the query keeps its exact
+// encoding and order.
 func (a *Auth) Apply(req *http.Request) {
 	if a.Empty() {
 		return
@@ -78,12 +79,35 @@ func (a *Auth) Apply(req *http.Request) {
 		req.Header.Set(k, v)
 	}
 	if len(a.Query) > 0 {
-		q := req.URL.Query()
-		for k, v := range a.Query {
-			q.Set(k, v)
-		}
-		req.URL.RawQuery = q.Encode()
+		req.URL.RawQuery = a.withQuery(req.URL.RawQuery)
 	}
+}
+
+// withQuery drops the pairs of raw named by a's query parameters and
+// appends a's, in name order.
+func (a *Auth) withQuery(raw string) string {
+	var kept []string
+	for _, pair := range strings.Split(raw, "&") {
+		if pair == "" {
+			continue
+		}
+		name, _, _ := strings.Cut(pair, "=")
+		if n, err := url.QueryUnescape(name); err == nil {
+			if _, ours := a.Query[n]; ours {
+				continue
+			}
+		}
+		kept = append(kept, pair)
+	}
+	names := make([]string, 0, len(a.Query))
+	for k := range a.Query {
+		names = append(names, k)
+	}
+	sort.Strings(names)
+	for _, k := range names {
+		kept = append(kept, url.QueryEscape(k)+"="+url.QueryEscape(a.Query[k]))
+	}
+	return strings.Join(kept, "&")
 }
 
 // WithQuery returns rawURL with a's query parameters set.
@@ -95,11 +119,7 @@ func (a *Auth) WithQuery(rawURL string) string {
 	if err != nil {
 		return rawURL
 	}
-	q := u.Query()
-	for k, v := range a.Query {
-		q.Set(k, v)
-	}
-	u.RawQuery = q.Encode()
+	u.RawQuery = a.withQuery(u.RawQuery)
 	return u.String()
 }
 
