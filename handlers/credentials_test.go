@@ -846,13 +846,22 @@ func TestCredentialsInTheBrowser(t *testing.T) {
 		t.Fatalf("start %s: %v", chromiumPath, err)
 	}
 	b := newTab(t, browserCtx, f.srv.URL, shots)
-	hidden := func(sel string) bool {
+	// hidden reports whether an element is hidden, waiting a little for
+	// the script, which runs after htmx settles a swap, to agree.
+	hidden := func(sel string, want bool) bool {
 		t.Helper()
-		h, err := chromedp.Run(b.ctx, chromedp.Evaluate[bool](`document.querySelector(`+jsString(sel)+`).closest('[hidden]') !== null`))
-		if err != nil {
-			b.fail("read hidden of "+sel, err)
+		js := `document.querySelector(` + jsString(sel) + `).closest('[hidden]') !== null`
+		deadline := time.Now().Add(5 * time.Second)
+		for {
+			h, err := chromedp.Run(b.ctx, chromedp.Evaluate[bool](js))
+			if err != nil {
+				b.fail("read hidden of "+sel, err)
+			}
+			if h == want || time.Now().After(deadline) {
+				return h
+			}
+			time.Sleep(50 * time.Millisecond)
 		}
-		return h
 	}
 
 	b.open("/signin")
@@ -865,10 +874,12 @@ func TestCredentialsInTheBrowser(t *testing.T) {
 
 	b.clickAndLoad(testid("new-credential"))
 	b.wantPath(consoleWS + "/new")
-	if hidden(`#credential-form [data-type="bearer"]`) || !hidden(`#credential-form [data-type="apiKey"]`) || !hidden(`#credential-form [data-testid="prefill"]`) {
+	if hidden(`#credential-form [data-type="bearer"]`, false) || !hidden(`#credential-form [data-type="apiKey"]`, true) || !hidden(`#credential-form [data-testid="prefill"]`, true) {
 		t.Fatal("the form does not show only the bearer fields at first")
 	}
-	b.pick("#credential-form-source_id", f.wsSrc.ID)
+	// Choosing the source swaps the form (htmx), so its select is not read back as pick does.
+	b.do("choose the source", chromedp.Evaluate[chromedp.Void](`(function (s) { s.value = `+jsString(f.wsSrc.ID)+
+		`; s.dispatchEvent(new Event('change', {bubbles: true})) })(document.querySelector('#credential-form-source_id'))`))
 	b.waitText(testid("auth-profile"), "This API expects X-API-Key in a header.")
 	if got := b.value("#credential-form-type"); got != "apiKey" {
 		t.Fatalf("type after choosing the source: %q", got)
@@ -876,7 +887,7 @@ func TestCredentialsInTheBrowser(t *testing.T) {
 	if got := b.value("#credential-form-key_name"); got != "X-API-Key" {
 		t.Fatalf("key name after choosing the source: %q", got)
 	}
-	if !hidden(`#credential-form [data-type="bearer"]`) || hidden(`#credential-form [data-type="apiKey"]`) {
+	if !hidden(`#credential-form [data-type="bearer"]`, true) || hidden(`#credential-form [data-type="apiKey"]`, false) {
 		t.Fatal("after choosing the source, the API key fields are not the ones shown")
 	}
 	b.fill("#credential-form-key_value", canary)
@@ -892,7 +903,7 @@ func TestCredentialsInTheBrowser(t *testing.T) {
 	b.shot("04-tested")
 
 	b.pick("#credential-edit-type", "headers")
-	if hidden(`#credential-edit [data-type="headers"]`) || !hidden(`#credential-edit [data-type="apiKey"]`) {
+	if hidden(`#credential-edit [data-type="headers"]`, false) || !hidden(`#credential-edit [data-type="apiKey"]`, true) {
 		t.Fatal("choosing custom headers does not show their rows")
 	}
 	b.click(`#credential-edit [data-add-row]`)
