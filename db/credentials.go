@@ -20,9 +20,9 @@ type Credential struct {
 	WorkspaceID *int64          `db:"workspace_id"`
 	UserID      *int64          `db:"user_id"`
 	Auth        json.RawMessage `db:"auth"`
-	KeyID       string          `db:"key_id"`
-	Nonce       []byte          `db:"nonce"`
-	Ciphertext  []byte          `db:"ciphertext"`
+	KeyID       string          `db:"key_id" json:"-"`
+	Nonce       []byte          `db:"nonce" json:"-"`
+	Ciphertext  []byte          `db:"ciphertext" json:"-"`
 	Hint        string          `db:"hint"`
 	CreatedBy   *int64          `db:"created_by"`
 	UpdatedBy   *int64          `db:"updated_by"`
@@ -47,7 +47,7 @@ const credentialSelect = `SELECT c.id, c.org_id, c.source_id, c.scope, c.workspa
 	c.nonce, c.ciphertext, c.hint, c.created_by, c.updated_by, c.created_at, c.updated_at, c.last_used_at,
 	o.slug AS org_slug, s.name AS source_name, s.slug AS source_slug, s.type AS source_type,
 	s.workspace_id AS source_workspace_id, sw.slug AS source_workspace_slug,
-	w.slug AS workspace_slug, w.name AS workspace_name, cu.name AS created_by_name, uu.name AS updated_by_name
+	w.slug AS workspace_slug, w.name AS workspace_name, COALESCE(NULLIF(cu.name, ''), cu.email) AS created_by_name, COALESCE(NULLIF(uu.name, ''), uu.email) AS updated_by_name
 	FROM credentials c
 	JOIN organizations o ON o.id = c.org_id
 	JOIN sources s ON s.id = c.source_id

@@ -87,28 +87,6 @@ func credentialsSection(c echo.Context) string {
 	return "org-credentials"
 }
 
-// mayManageCredential mirrors the service's rule for showing buttons: a
-// member keeps their own; owners and admins manage the shared ones.
-func mayManageCredential(role auth.Role, scope string) bool {
-	if scope == string(credentials.ScopeAccount) {
-		return role.AtLeast(auth.Member)
-	}
-	return role.AtLeast(auth.Admin)
-}
-
-// isStdioSource reports whether a source runs as a local process, whose
-// custom headers become environment variables.
-func isStdioSource(src db.Source) bool {
-	if src.Type != string(sources.TypeMCP) {
-		return false
-	}
-	var cfg struct {
-		Transport string `json:"transport"`
-	}
-	_ = json.Unmarshal(src.Config, &cfg)
-	return cfg.Transport == sources.TransportStdio
-}
-
 // authProfileOf decodes a source's inferred auth profile, if any.
 func authProfileOf(src db.Source) *sources.AuthProfile {
 	if !db.Present(src.AuthProfile) {
@@ -305,7 +283,7 @@ func rowOf(cr db.Credential, role auth.Role, url, sourceURL string, name func(*i
 		SourceType: cr.SourceType, SourceURL: sourceURL, Scope: cr.Scope, ScopeLabel: credentials.Scope(cr.Scope).Label(),
 		Type: string(a.Type), TypeLabel: a.Type.Label(), Auth: a.Describe(), Hint: cr.Hint,
 		CreatedBy: name(cr.CreatedBy, cr.CreatedByName), CreatedAt: cr.CreatedAt, UpdatedBy: name(cr.UpdatedBy, cr.UpdatedByName), UpdatedAt: cr.UpdatedAt,
-		LastUsedAt: cr.LastUsedAt, CanManage: mayManageCredential(role, cr.Scope)}
+		LastUsedAt: cr.LastUsedAt, CanManage: credentials.MayManage(role, credentials.Scope(cr.Scope))}
 	switch credentials.Scope(cr.Scope) {
 	case credentials.ScopeAccount:
 		r.Holder = "Yours only"
@@ -431,7 +409,7 @@ func (s *Server) renderCredentialForm(c echo.Context, status int, f viewcreds.Fo
 	}
 	src, chosen := byID[f.SourceID]
 	if chosen {
-		f.Stdio = isStdioSource(src)
+		f.Stdio = credentials.IsStdio(src)
 		profile := authProfileOf(src)
 		f.Profile = profileSentence(profile, f.Stdio)
 		if prefill {
@@ -600,7 +578,7 @@ func (s *Server) credentialDetail(c echo.Context, cred db.Credential) (viewcreds
 	default:
 		p.ListLabel = "Credentials"
 	}
-	stdio := isStdioSource(src)
+	stdio := credentials.IsStdio(src)
 	p.Replace = viewcreds.Form{ID: viewcreds.ReplaceFormID, CSRF: m.CSRF, Action: url + "/secret", SecretOnly: true, Stdio: stdio}
 	fillForm(&p.Replace, a)
 	p.Edit = viewcreds.Form{ID: viewcreds.EditFormID, CSRF: m.CSRF, Action: url, Editing: true, Stdio: stdio}
@@ -673,7 +651,7 @@ func (s *Server) deleteCredential(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	if !mayManageCredential(roleOf(c), cred.Scope) {
+	if !credentials.MayManage(roleOf(c), credentials.Scope(cred.Scope)) {
 		return auth.ErrForbidden
 	}
 	if c.FormValue("confirm") != "yes" {

@@ -142,7 +142,7 @@ func TestConsoleRoutesByRole(t *testing.T) {
 	sc = append(sc, each("workspace settings", "GET", "/o/acme/w/default/settings", nil, readable(200), "Workspace settings")...)
 	sc = append(sc, each("workspace rename invalid", "POST", "/o/acme/w/default/settings", empty, adminOnly(422), "Enter a name.")...)
 	sc = append(sc, each("workspace delete unconfirmed", "POST", "/o/acme/w/default/delete", url.Values{"confirm": {"nope"}}, adminOnly(422), "Type default to confirm.")...)
-	sc = append(sc, each("coming soon", "GET", "/o/acme/w/default/credentials", nil, readable(200), "coming soon")...)
+	sc = append(sc, each("coming soon", "GET", "/o/acme/w/default/policies", nil, readable(200), "coming soon")...)
 	sc = append(sc, each("unknown section", "GET", "/o/acme/w/default/nothing", nil, readable(404))...)
 	sc = append(sc, each("unknown workspace", "GET", "/o/acme/w/nope", nil, readable(404))...)
 	sc = append(sc, each("signin page signed in", "GET", "/signin", nil, map[string]int{"owner": 303, "anonymous": 200})...)

@@ -381,6 +381,14 @@ func TestUpdateKeepsOrReplacesTheSecret(t *testing.T) {
 	if a.Headers["X-Token"] != "first-token-abcd" || u.Hint != "…abcd" {
 		t.Errorf("after a parameter change: %v, hint %q", a.Headers, u.Hint)
 	}
+	// Parameters without a type change the stored type's.
+	if _, err := f.svc.Update(ctx, f.inWS(f.ws), f.owner, c.ID, credentials.Patch{Auth: &credentials.Auth{Scheme: "Token"}}); err != nil {
+		t.Fatal(err)
+	}
+	a, _ = f.svc.ForDiscovery(ctx, f.wsSource)
+	if a.Headers["X-Token"] != "Token first-token-abcd" {
+		t.Errorf("after a partial change: %v", a.Headers)
+	}
 	// A new type needs its secret.
 	_, err = f.svc.Update(ctx, f.inWS(f.ws), f.owner, c.ID, credentials.Patch{Auth: &credentials.Auth{Type: credentials.TypeBasic, Username: "u"}})
 	var fields validation.Errors
@@ -392,7 +400,7 @@ func TestUpdateKeepsOrReplacesTheSecret(t *testing.T) {
 		t.Fatal(err)
 	}
 	a, _ = f.svc.ForDiscovery(ctx, f.wsSource)
-	if a.Headers["X-Token"] != "second-token-wxyz" {
+	if a.Headers["X-Token"] != "Token second-token-wxyz" {
 		t.Errorf("after replace: %v", a.Headers)
 	}
 	// A member may not change the workspace's credential.
@@ -414,7 +422,7 @@ func TestUpdateKeepsOrReplacesTheSecret(t *testing.T) {
 			t.Errorf("an audit row carries the secret: %s", e.Details)
 		}
 	}
-	if actions["credential.created"] != 1 || actions["credential.updated"] != 1 || actions["credential.replaced"] != 1 {
+	if actions["credential.created"] != 1 || actions["credential.updated"] != 2 || actions["credential.replaced"] != 1 {
 		t.Errorf("audit actions = %v", actions)
 	}
 }

@@ -72,17 +72,20 @@ func AuthOf(c db.Credential) Auth {
 	return a
 }
 
-// mayManage reports whether the actor may change credentials of a scope.
-func mayManage(actor Actor, scope Scope) bool {
+// MayManage reports whether a role may change credentials of a scope: a
+// member keeps their own, owners and admins manage the shared ones.
+func MayManage(role auth.Role, scope Scope) bool {
 	if scope == ScopeAccount {
-		return actor.Role.AtLeast(auth.Member)
+		return role.AtLeast(auth.Member)
 	}
-	return actor.Role.AtLeast(auth.Admin)
+	return role.AtLeast(auth.Admin)
 }
 
-// isStdio reports whether a source runs as a local process, which takes
-// its secrets as environment variables.
-func isStdio(src db.Source) bool {
+func mayManage(actor Actor, scope Scope) bool { return MayManage(actor.Role, scope) }
+
+// IsStdio reports whether a source runs as a local process, which takes
+// its secrets as environment variables (custom headers become variables).
+func IsStdio(src db.Source) bool {
 	if src.Type != string(sources.TypeMCP) {
 		return false
 	}
@@ -117,7 +120,7 @@ func (s *Service) Create(ctx context.Context, place Place, actor Actor, in Input
 	if err != nil {
 		return db.Credential{}, err
 	}
-	stdio := isStdio(src)
+	stdio := IsStdio(src)
 	in.Auth.normalize()
 	in.Auth.check(e, stdio)
 	checkSecret(&in.Auth, in.Secret, e, stdio)
@@ -237,10 +240,14 @@ func (s *Service) Update(ctx context.Context, place Place, actor Actor, id strin
 	if err != nil {
 		return db.Credential{}, err
 	}
-	stdio := isStdio(src)
+	stdio := IsStdio(src)
 	old := AuthOf(c)
 	next := old
-	if p.Auth != nil {
+	switch {
+	case p.Auth != nil && p.Auth.Type == "":
+		// Parameters without a type change those of the stored type.
+		next = mergeAuth(old, *p.Auth)
+	case p.Auth != nil:
 		next = *p.Auth
 	}
 	e := validation.Errors{}
@@ -276,6 +283,20 @@ func (s *Service) Update(ctx context.Context, place Place, actor Actor, id strin
 	return updated, s.Refresher.Refresh(ctx, c.OrgID, c.SourceID)
 }
 
+// mergeAuth overlays the set parameters of patch on old.
+func mergeAuth(old, patch Auth) Auth {
+	for _, f := range []struct {
+		dst *string
+		v   string
+	}{{&old.Header, patch.Header}, {&old.Scheme, patch.Scheme},
+		{&old.In, patch.In}, {&old.Name, patch.Name}, {&old.Username, patch.Username}} {
+		if f.v != "" {
+			*f.dst = f.v
+		}
+	}
+	return old
+}
+
 // Delete removes a credential and refreshes its source.
 func (s *Service) Delete(ctx context.Context, place Place, actor Actor, id string) error {
 	c, err := s.Get(ctx, place, actor, id)
@@ -305,7 +326,7 @@ func (s *Service) Test(ctx context.Context, place Place, actor Actor, id string)
 	if err != nil {
 		return sources.TestResult{}, err
 	}
-	a, err := s.authOf(ctx, c, isStdio(src))
+	a, err := s.authOf(ctx, c, IsStdio(src))
 	if err != nil {
 		return sources.TestResult{Error: err.Error(), Tools: []sources.Tool{}, Warnings: []sources.Warning{}}, nil
 	}
@@ -337,7 +358,7 @@ func (s *Service) first(ctx context.Context, src db.Source, workspaceID, userID 
 		return nil, err
 	}
 	c := cs[0]
-	a, err := s.authOf(ctx, c, isStdio(src))
+	a, err := s.authOf(ctx, c, IsStdio(src))
 	if err != nil {
 		return nil, err
 	}
@@ -387,7 +408,7 @@ func (s *Service) Keep(ctx context.Context, src db.Source, actorID int64, values
 	a := AuthOf(existing)
 	if a.Type != TypeHeaders {
 		field := "config.headers"
-		if isStdio(src) {
+		if IsStdio(src) {
 			field = "config.env"
 		}
 		return validation.Field(field, fmt.Sprintf("This source's %s credential is a %s; give secret values there, not in the configuration.", strings.ToLower(scope.Label()), strings.ToLower(a.Type.Label())))
