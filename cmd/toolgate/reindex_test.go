@@ -27,7 +27,7 @@ func TestReindexRebuildsTheIndexFromPostgreSQL(t *testing.T) {
 		strings.NewReader("a long enough password\n"), &out, &errOut, getenv); code != 0 {
 		t.Fatalf("users create: %s", errOut.String())
 	}
-	a, err := open(ctx, &errOut, getenv, true, true)
+	a, err := open(ctx, &errOut, getenv, true, false)
 	if err != nil {
 		t.Fatal(err)
 	}
