@@ -83,10 +83,14 @@ func TestCanarySecretNeverLeaks(t *testing.T) {
 		t.Fatalf("create credential: %d %s", created.status, created.body)
 	}
 	var cred struct {
-		ID   string
-		Hint string
+		ID      string
+		Binding string
+		Hint    string
 	}
 	created.json(t, &cred)
+	if cred.Binding != "source:"+src.ID || cred.Hint == "" {
+		t.Errorf("created credential: %+v", cred)
+	}
 
 	// The credential's refresh reaches the upstream, which still refuses and
 	// echoes the token: the recorded error is scrubbed.

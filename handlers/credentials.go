@@ -700,6 +700,7 @@ func (s *Server) testCredential(c echo.Context) error {
 type credentialJSON struct {
 	ID          string             `json:"id"`
 	SourceID    string             `json:"source_id"`
+	Binding     string             `json:"binding"`
 	Scope       string             `json:"scope"`
 	Auth        credentialAuthJSON `json:"auth"`
 	Hint        string             `json:"hint"`
@@ -737,7 +738,7 @@ func credentialJSONOf(cr db.Credential) credentialJSON {
 	if headers == nil {
 		headers = []string{}
 	}
-	return credentialJSON{ID: cr.ID, SourceID: cr.SourceID, Scope: cr.Scope,
+	return credentialJSON{ID: cr.ID, SourceID: cr.SourceID, Binding: "source:" + cr.SourceID, Scope: cr.Scope,
 		Auth: credentialAuthJSON{Type: string(a.Type), Header: a.Header, Scheme: a.Scheme, In: a.In, Name: a.Name, Username: a.Username, Headers: headers},
 		Hint: cr.Hint, CreatedAt: cr.CreatedAt.UTC().Format(timeFormat), UpdatedAt: cr.UpdatedAt.UTC().Format(timeFormat),
 		LastUsedAt: optTime(cr.LastUsedAt), Description: a.Describe(), Organization: cr.OrgSlug, Workspace: cr.WorkspaceSlug,
