@@ -1,0 +1,11 @@
+//go:build !linux
+
+package mcppool
+
+import "syscall"
+
+// processGroupAttr puts a stdio server in its own process group, so it and
+// its children are signalled together.
+func processGroupAttr() *syscall.SysProcAttr {
+	return &syscall.SysProcAttr{Setpgid: true}
+}
