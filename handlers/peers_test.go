@@ -1,17 +1,10 @@
 package handlers_test
 
 import (
-	"bufio"
-	"context"
 	"net/http"
 	"net/http/httptest"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
-	"time"
 
 	"github.com/toolgate/toolgate/internal/testenv"
 )
@@ -51,49 +44,14 @@ func TestGitHubRESTThroughTheAPI(t *testing.T) {
 func TestGraphQLEndpointThroughTheAPI(t *testing.T) {
 	f := newFixture(t, peerVars)
 	owner := tokenClient(t, f.env, "owner@acme.test")
-	open := startYoga(t)
+	open := testenv.StartYoga(t)
 	src := createSource(t, owner, wsSources, map[string]any{"name": "Library", "type": "graphql", "config": map[string]any{"endpoint": open + "/graphql"}}, 201)
 	if src.State != "ready" || src.ToolCount != 5 {
 		t.Fatalf("library: %+v", src)
 	}
-	closed := startYoga(t, "--no-introspection")
+	closed := testenv.StartYoga(t, "--no-introspection")
 	shut := createSource(t, owner, wsSources, map[string]any{"name": "Closed", "type": "graphql", "config": map[string]any{"endpoint": closed + "/graphql"}}, 201)
 	if shut.State != "failed" || !strings.Contains(shut.Error, "introspection") {
 		t.Fatalf("closed: %+v", shut)
 	}
-}
-
-// startYoga runs the graphql-yoga peer and returns its base URL.
-func startYoga(t *testing.T, args ...string) string {
-	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	cmd := exec.CommandContext(ctx, "node", append([]string{filepath.Join(testenv.PeersDir(t), "yoga.mjs"), "0"}, args...)...)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
-	cmd.Stderr = os.Stderr
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatalf("start graphql-yoga (node): %v", err)
-	}
-	t.Cleanup(func() { cancel(); _ = cmd.Wait() })
-	lines := make(chan string, 1)
-	go func() {
-		sc := bufio.NewScanner(out)
-		for sc.Scan() {
-			if port, ok := strings.CutPrefix(sc.Text(), "listening "); ok {
-				lines <- port
-				return
-			}
-		}
-	}()
-	select {
-	case port := <-lines:
-		return "http://127.0.0.1:" + port
-	case <-time.After(20 * time.Second):
-		t.Fatal("graphql-yoga did not start within 20s")
-	}
-	return ""
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/toolgate/toolgate/internal/sources"
+	"github.com/toolgate/toolgate/internal/testenv"
 )
 
 // post runs a document against a live endpoint and returns its data,
@@ -39,7 +40,7 @@ func post(t *testing.T, endpoint, document string, variables map[string]any) jso
 }
 
 func TestYoga(t *testing.T) {
-	endpoint := startYoga(t)
+	endpoint := testenv.StartYoga(t)
 	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
 	defer cancel()
 	d, err := Introspect(ctx, &http.Client{Timeout: 20 * time.Second}, endpoint, map[string]string{"X-Test": "1"})
@@ -137,7 +138,7 @@ func roundTrip(t *testing.T, v any) any {
 }
 
 func TestYogaWithoutIntrospection(t *testing.T) {
-	endpoint := startYoga(t, "--no-introspection")
+	endpoint := testenv.StartYoga(t, "--no-introspection")
 	_, err := Introspect(t.Context(), &http.Client{Timeout: 20 * time.Second}, endpoint, nil)
 	if err == nil {
 		t.Fatal("introspection worked")

@@ -1,10 +1,8 @@
 package graphql
 
 import (
-	"bufio"
 	"bytes"
 	"context"
-	"fmt"
 	"os/exec"
 	"strings"
 	"testing"
@@ -49,49 +47,4 @@ func runNode(t *testing.T, script, stdin string) []byte {
 		t.Fatalf("node: %v\n%s", err, stderr.String())
 	}
 	return out
-}
-
-// startYoga starts the live graphql-yoga endpoint of the test peers and
-// returns its URL; it stops with the test.
-func startYoga(t *testing.T, args ...string) string {
-	t.Helper()
-	dir := testenv.PeersDir(t)
-	ctx, cancel := context.WithCancel(context.Background())
-	cmd := exec.CommandContext(ctx, nodeBinary(t), append([]string{"yoga.mjs", "0"}, args...)...)
-	cmd.Dir = dir
-	inGroup(cmd)
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		cancel()
-		t.Fatalf("start yoga: %v", err)
-	}
-	t.Cleanup(func() {
-		cancel() // kills the process group through cmd.Cancel
-		_ = cmd.Wait()
-	})
-	port := make(chan string, 1)
-	go func() {
-		sc := bufio.NewScanner(stdout)
-		for sc.Scan() {
-			if p, ok := strings.CutPrefix(sc.Text(), "listening "); ok {
-				port <- p
-			}
-		}
-		close(port)
-	}()
-	select {
-	case p, ok := <-port:
-		if !ok {
-			t.Fatalf("yoga exited before listening:\n%s", stderr.String())
-		}
-		return fmt.Sprintf("http://127.0.0.1:%s/graphql", p)
-	case <-time.After(30 * time.Second):
-		t.Fatalf("yoga did not start within 30 s:\n%s", stderr.String())
-	}
-	return ""
 }
