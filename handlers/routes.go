@@ -98,6 +98,11 @@ func (s *Server) routes(e *echo.Echo) {
 	ws.GET("/credentials/new", s.newCredentialPage, requireRole(auth.Member))
 	ws.POST("/credentials", s.createCredential)
 	s.credentialRoutes(ws.Group("/credentials/:id"))
+	// API keys act as their creator: members and above create their own;
+	// the service lets owners and admins revoke any, members their own.
+	ws.GET("/api-keys", s.apiKeysPage)
+	ws.POST("/api-keys", s.createAPIKey, requireRole(auth.Member))
+	ws.POST("/api-keys/:id/revoke", s.revokeAPIKey, requireRole(auth.Member))
 	ws.GET("/:section", s.comingSoon)
 
 	// JSON API: session or personal access token.
@@ -153,6 +158,10 @@ func (s *Server) routes(e *echo.Echo) {
 	apiWS.GET("/credentials", s.apiCredentials)
 	apiWS.POST("/credentials", s.apiCreateCredential)
 	s.apiCredentialRoutes(apiWS.Group("/credentials/:id"))
+	// API keys: as on the console.
+	apiWS.GET("/api-keys", s.apiAPIKeys)
+	apiWS.POST("/api-keys", s.apiCreateAPIKey, requireRole(auth.Member))
+	apiWS.DELETE("/api-keys/:id", s.apiRevokeAPIKey, requireRole(auth.Member))
 }
 
 // apiSourceRoutes are the routes of one source, in a workspace or the organization.

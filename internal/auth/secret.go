@@ -11,6 +11,7 @@ import (
 const (
 	PersonalTokenPrefix = "tgp_"
 	InvitationPrefix    = "tgi_"
+	APIKeyPrefix        = "tgk_"
 )
 
 var secretEncoding = base32.StdEncoding.WithPadding(base32.NoPadding)

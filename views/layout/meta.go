@@ -72,7 +72,7 @@ var Sections = []Section{
 	{Key: "policies", Label: "Policies"},
 	{Key: "approvals", Label: "Approvals"},
 	{Key: "activity", Label: "Activity"},
-	{Key: "api-keys", Label: "API keys"},
+	{Key: "api-keys", Label: "API keys", Ready: true},
 }
 
 // Section is a sidebar entry of a workspace.

@@ -82,3 +82,9 @@ func WithNext(p, next string) string {
 	}
 	return p + "?next=" + url.QueryEscape(next)
 }
+
+// APIKeys lists a workspace's API keys and creates them.
+func APIKeys(org, ws string) string { return WorkspaceSection(org, ws, "api-keys") }
+
+// APIKey is one of a workspace's API keys.
+func APIKey(org, ws, id string) string { return APIKeys(org, ws) + "/" + url.PathEscape(id) }

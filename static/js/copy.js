@@ -1,0 +1,15 @@
+// Copy buttons: <button data-copy="element-id"> copies that element's text.
+(function () {
+  'use strict';
+  if (window.toolgateCopy) return;
+  window.toolgateCopy = true;
+  document.addEventListener('click', function (ev) {
+    var btn = ev.target.closest('[data-copy]');
+    if (!btn) return;
+    var el = document.getElementById(btn.getAttribute('data-copy'));
+    if (!el || !navigator.clipboard) return;
+    navigator.clipboard.writeText(el.textContent.trim()).then(function () {
+      btn.textContent = 'Copied';
+    });
+  });
+})();
