@@ -6,7 +6,6 @@ import (
 	"io"
 	"os"
 	"os/exec"
-	"runtime"
 	"sort"
 	"strings"
 	"sync"
@@ -14,6 +13,7 @@ import (
 	"time"
 
 	"github.com/toolgate/toolgate/internal/sources"
+	"github.com/toolgate/toolgate/internal/spawner"
 )
 
 // Grace periods of a stdio server's shutdown: after stdin closes, after
@@ -68,7 +68,7 @@ func startProcess(cfg *sources.MCPConfig, auth *sources.Auth) (*process, error) 
 		return nil, err
 	}
 	cmd.Stdin, cmd.Stdout = inR, outW
-	err = spawn(cmd)
+	err = spawner.Start(cmd)
 	inR.Close()
 	outW.Close()
 	if err != nil {
@@ -211,32 +211,4 @@ func (t *tail) String() string {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	return strings.TrimSpace(strings.ToValidUTF8(string(t.buf), "�"))
-}
-
-// spawner starts children from one goroutine locked to a thread that never
-// exits: Linux sends Pdeathsig when the starting thread exits, not the
-// process (go.dev/issue/27505), so the signal comes only when toolgate dies.
-var spawner struct {
-	once sync.Once
-	reqs chan spawnRequest
-}
-
-type spawnRequest struct {
-	cmd   *exec.Cmd
-	reply chan error
-}
-
-func spawn(cmd *exec.Cmd) error {
-	spawner.once.Do(func() {
-		spawner.reqs = make(chan spawnRequest)
-		go func() {
-			runtime.LockOSThread() // never unlocked: the thread must not exit
-			for req := range spawner.reqs {
-				req.reply <- req.cmd.Start()
-			}
-		}()
-	})
-	reply := make(chan error, 1)
-	spawner.reqs <- spawnRequest{cmd: cmd, reply: reply}
-	return <-reply
 }

@@ -10,7 +10,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"sort"
 	"strings"
 	"sync"
@@ -20,6 +19,7 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/toolgate/toolgate/internal/sources"
+	"github.com/toolgate/toolgate/internal/spawner"
 )
 
 // Grace periods of a stdio server's shutdown: after stdin closes, after
@@ -160,7 +160,7 @@ func startServer(cfg *sources.MCPConfig) (*server, error) {
 		Stderr:      errW,
 		SysProcAttr: processGroupAttr(),
 	}
-	if err := spawn(cmd); err != nil {
+	if err := spawner.Start(cmd); err != nil {
 		closeAll()
 		return nil, fmt.Errorf("command %q could not be started: %v", cfg.Command, unwrapExec(err))
 	}
@@ -475,34 +475,4 @@ func (t *tail) String() string {
 		}
 	}
 	return strings.TrimSpace(strings.ToValidUTF8(string(b), "�"))
-}
-
-// spawner starts children from one goroutine locked to an OS thread that
-// never exits. Linux sends Pdeathsig when the thread that started a child
-// exits, not when the process does (go.dev/issue/27505), so starting from a
-// thread that lives as long as toolgate means the signal comes only when
-// toolgate dies.
-var spawner struct {
-	once sync.Once
-	reqs chan spawnRequest
-}
-
-type spawnRequest struct {
-	cmd   *exec.Cmd
-	reply chan error
-}
-
-func spawn(cmd *exec.Cmd) error {
-	spawner.once.Do(func() {
-		spawner.reqs = make(chan spawnRequest)
-		go func() {
-			runtime.LockOSThread() // never unlocked: the thread must not exit
-			for req := range spawner.reqs {
-				req.reply <- req.cmd.Start()
-			}
-		}()
-	})
-	reply := make(chan error, 1)
-	spawner.reqs <- spawnRequest{cmd: cmd, reply: reply}
-	return <-reply
 }
