@@ -308,7 +308,7 @@ func (p *Pool) Stats() Stats {
 		st.Sessions++
 		if s.proc != nil {
 			st.Stdio++
-			st.PIDs = append(st.PIDs, s.proc.pid())
+			st.PIDs = append(st.PIDs, s.proc.Pid())
 		}
 	}
 	sort.Ints(st.PIDs)

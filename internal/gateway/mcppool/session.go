@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net/url"
 	"time"
 
@@ -12,6 +13,7 @@ import (
 
 	"github.com/toolgate/toolgate/internal/netguard"
 	"github.com/toolgate/toolgate/internal/sources"
+	"github.com/toolgate/toolgate/internal/stdioserver"
 )
 
 // protocolVersion is asked for in initialize, as discovery does: every MCP
@@ -37,7 +39,7 @@ type session struct {
 
 	// Set before ready closes.
 	cs         *mcp.ClientSession
-	proc       *process
+	proc       *stdioserver.Process
 	err        error
 	cancelConn context.CancelCauseFunc
 
@@ -228,7 +230,7 @@ func (p *Pool) closeLocked(s *session) {
 // shutdown stops s's process and closes its session.
 func (s *session) shutdown() {
 	if s.proc != nil {
-		s.proc.stop()
+		s.proc.Stop()
 	}
 	if s.cs != nil {
 		done := make(chan struct{})
@@ -274,7 +276,7 @@ func (p *Pool) connect(s *session, r Request, timeout time.Duration) {
 		defer p.wg.Done()
 		if s.proc != nil {
 			select {
-			case <-s.proc.exited:
+			case <-s.proc.Exited():
 			case <-s.done:
 				return
 			}
@@ -311,12 +313,7 @@ func (s *session) dial(p *Pool, r Request, timeout time.Duration) error {
 			return err
 		}
 		s.proc = proc
-		p.wg.Add(1)
-		go func() {
-			defer p.wg.Done()
-			proc.reap()
-		}()
-		t = &mcp.IOTransport{Reader: nopReadCloser{proc.stdout}, Writer: nopWriteCloser{proc.stdin}}
+		t = &mcp.IOTransport{Reader: io.NopCloser(proc.Stdout()), Writer: nopWriteCloser{proc.Stdin()}}
 	case sources.TransportStreamableHTTP, sources.TransportSSE:
 		u, err := url.Parse(cfg.URL)
 		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
@@ -368,7 +365,7 @@ func (s *session) explainConnect(err error) error {
 		return fmt.Errorf("the server refused initialize: %w", err)
 	}
 	if s.proc != nil {
-		if why := s.proc.exitReason(); why != "" {
+		if why := exitReason(s.proc); why != "" {
 			return fmt.Errorf("initialize failed: %s", why)
 		}
 	}
@@ -381,7 +378,7 @@ func (s *session) explain(err error) error {
 		return fmt.Errorf("the server answered tools/call with an error: %w", err)
 	}
 	if s.proc != nil {
-		if why := s.proc.exitReason(); why != "" {
+		if why := exitReason(s.proc); why != "" {
 			return &transportError{fmt.Sprintf("tools/call failed: %s", why)}
 		}
 	}
