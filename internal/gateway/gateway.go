@@ -1,0 +1,142 @@
+// Package gateway is the one road from a caller to an upstream tool: the
+// MCP endpoint and the console's "Try it" both call through it. A call
+// resolves the path or alias in the caller's workspace, (Part 6: applies
+// policy and approval), resolves the credential in Part 4's order
+// (account, workspace, organization), validates the arguments against the
+// tool's input schema, executes (OpenAPI over HTTP, GraphQL POST, MCP via
+// the session pool), shapes the result as MCP content, and records the
+// call in the audit.
+package gateway
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"strings"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/toolgate/toolgate/db"
+	"github.com/toolgate/toolgate/internal/credentials"
+	"github.com/toolgate/toolgate/internal/gateway/audit"
+	"github.com/toolgate/toolgate/internal/gateway/mcppool"
+	"github.com/toolgate/toolgate/internal/search"
+)
+
+// Where a call comes from.
+const (
+	ViaMCP     = "mcp"
+	ViaConsole = "console"
+)
+
+// DefaultMaxResultBytes caps an upstream answer (TOOLGATE_MAX_RESULT_BYTES).
+const DefaultMaxResultBytes = 1 << 20
+
+// Caller is who makes a call and where: a workspace API key acting as its
+// owner, or a console user.
+type Caller struct {
+	OrgID, WorkspaceID int64
+	// UserID is the key's owner or the console user: their account
+	// credentials apply and the audit names them.
+	UserID int64
+	// KeyID is the API key; nil for the console.
+	KeyID *int64
+	// Via is ViaMCP or ViaConsole.
+	Via string
+}
+
+// Recorder takes audit rows; it must not block.
+type Recorder interface{ Record(audit.Call) }
+
+// Options configure a [Gateway].
+type Options struct {
+	Store       *db.Store
+	Credentials *credentials.Service
+	// Index finds tools for search_tools and for suggestions.
+	Index search.Index
+	// Recorder receives one row per call; nil records nothing.
+	Recorder Recorder
+	// AllowPrivateNetworks lets calls reach private and loopback upstreams.
+	AllowPrivateNetworks bool
+	// MaxResultBytes caps an upstream answer; 0 means DefaultMaxResultBytes.
+	MaxResultBytes int64
+	// HTTPTimeout bounds one OpenAPI or GraphQL call; 0 means 30 s.
+	HTTPTimeout time.Duration
+	// Pool tunes the MCP upstream sessions; its HTTPClient is set by New.
+	Pool    mcppool.Options
+	Version string
+	Logger  *slog.Logger
+}
+
+// Tool is a tool as describe_tool and direct mode present it.
+type Tool struct {
+	Path            string          `json:"path"`
+	Aliases         []string        `json:"aliases,omitempty"`
+	Title           string          `json:"title,omitempty"`
+	Description     string          `json:"description"`
+	SourceID        string          `json:"source_id"`
+	SourceName      string          `json:"source_name"`
+	SourceType      string          `json:"source_type"`
+	InputSchema     json.RawMessage `json:"input_schema"`
+	OutputSchema    json.RawMessage `json:"output_schema,omitempty"`
+	Annotations     json.RawMessage `json:"annotations,omitempty"`
+	DefaultApproval string          `json:"default_approval"`
+}
+
+// Progress receives an upstream's progress notifications during a call.
+type Progress func(progress, total float64, message string)
+
+// NotFoundError is a path that names no tool the caller's workspace sees
+// (or only a tool of a disabled source). Suggestions are up to five paths
+// that do exist, best first.
+type NotFoundError struct {
+	Path        string
+	Suggestions []string
+}
+
+func (e *NotFoundError) Error() string {
+	msg := fmt.Sprintf("no tool %q in this workspace", e.Path)
+	if len(e.Suggestions) > 0 {
+		msg += "; did you mean " + strings.Join(e.Suggestions, ", ") + "?"
+	} else {
+		msg += "; use search_tools to find one"
+	}
+	return msg
+}
+
+// InvalidArgumentsError lists every way the arguments fail the tool's
+// input schema, one problem per entry ("/owner: missing property" style,
+// the JSON pointer first). Nothing was sent upstream.
+type InvalidArgumentsError struct {
+	Path     string
+	Problems []string
+}
+
+func (e *InvalidArgumentsError) Error() string {
+	return fmt.Sprintf("arguments for %s do not match its input schema:\n- %s", e.Path, strings.Join(e.Problems, "\n- "))
+}
+
+// Gateway runs calls. It is safe for concurrent use.
+type Gateway struct {
+	opts Options
+	pool *mcppool.Pool
+}
+
+// New builds a gateway; Close stops its upstream sessions.
+func New(o Options) *Gateway {
+	if o.MaxResultBytes <= 0 {
+		o.MaxResultBytes = DefaultMaxResultBytes
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	return &Gateway{opts: o, pool: mcppool.New(o.Pool)}
+}
+
+// Close stops every pooled upstream session.
+func (g *Gateway) Close(ctx context.Context) error { return g.pool.Close(ctx) }
+
+var _ *mcp.CallToolResult
+var _ = time.Second
