@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/labstack/echo/v4"
@@ -22,13 +23,16 @@ func sourceForm(c echo.Context) (viewsources.Form, sources.Input, validation.Err
 		Transport: c.FormValue("transport"), Command: c.FormValue("command"), Args: c.FormValue("args"),
 		Env: c.FormValue("env"), Cwd: c.FormValue("cwd"), URL: c.FormValue("url"), Headers: c.FormValue("headers"),
 		Spec: c.FormValue("spec"), BaseURL: c.FormValue("base_url"), Endpoint: c.FormValue("endpoint"), Schema: c.FormValue("schema"),
+		ConnectTimeout: c.FormValue("connect_timeout"), CallTimeout: c.FormValue("call_timeout"),
 	}
 	problems := validation.Errors{}
 	in := sources.Input{Name: f.Name, Type: sources.Type(f.Type), Scope: sources.Scope(f.Scope)}
 	var cfg any
 	switch in.Type {
 	case sources.TypeMCP:
-		mc := sources.MCPConfig{Transport: f.Transport, Cwd: f.Cwd}
+		mc := sources.MCPConfig{Transport: f.Transport, Cwd: f.Cwd,
+			ConnectTimeoutSeconds: seconds(f.ConnectTimeout, "config.connectTimeoutSeconds", problems),
+			CallTimeoutSeconds:    seconds(f.CallTimeout, "config.callTimeoutSeconds", problems)}
 		if f.Transport == sources.TransportStdio {
 			mc.Command = f.Command
 			mc.Args = lines(f.Args)
@@ -79,6 +83,20 @@ func lines(s string) []string {
 	return out
 }
 
+// seconds parses an optional whole number of seconds; empty is 0 (the default).
+func seconds(s, field string, problems validation.Errors) int {
+	s = strings.TrimSpace(s)
+	if s == "" {
+		return 0
+	}
+	n, err := strconv.Atoi(s)
+	if err != nil || n < 1 || n > sources.MaxTimeoutSeconds {
+		problems.Add(field, fmt.Sprintf("Enter a whole number of seconds from 1 to %d, or leave it empty for the default.", sources.MaxTimeoutSeconds))
+		return 0
+	}
+	return n
+}
+
 // pairs parses "key<sep>value" lines.
 func pairs(s, sep, field, shape string, problems validation.Errors) map[string]string {
 	out := map[string]string{}
@@ -106,6 +124,12 @@ func formOf(src sourceView) viewsources.Form {
 		f.Args = strings.Join(c.Args, "\n")
 		f.Env = joinPairs(c.Env, "=")
 		f.Headers = joinPairs(c.Headers, ": ")
+		if c.ConnectTimeoutSeconds > 0 {
+			f.ConnectTimeout = strconv.Itoa(c.ConnectTimeoutSeconds)
+		}
+		if c.CallTimeoutSeconds > 0 {
+			f.CallTimeout = strconv.Itoa(c.CallTimeoutSeconds)
+		}
 	case *sources.OpenAPIConfig:
 		f.BaseURL = c.BaseURL
 		if u := c.SpecURL(); u != "" {

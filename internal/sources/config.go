@@ -57,7 +57,15 @@ type MCPConfig struct {
 	Cwd       string            `json:"cwd,omitempty"`
 	URL       string            `json:"url,omitempty"`
 	Headers   map[string]string `json:"headers,omitempty"`
+	// ConnectTimeoutSeconds and CallTimeoutSeconds (1..600) override how
+	// long a call waits for the server to start and initialize, and for
+	// one tools/call to answer; 0 keeps the gateway's defaults.
+	ConnectTimeoutSeconds int `json:"connectTimeoutSeconds,omitempty"`
+	CallTimeoutSeconds    int `json:"callTimeoutSeconds,omitempty"`
 }
+
+// MaxTimeoutSeconds is the longest per-source MCP timeout.
+const MaxTimeoutSeconds = 600
 
 // OpenAPIConfig holds an OpenAPI 3.x or Swagger 2.0 description.
 type OpenAPIConfig struct {
@@ -268,6 +276,14 @@ func (c *MCPConfig) normalize() {
 }
 
 func (c *MCPConfig) check(e validation.Errors, rules Rules) {
+	for _, t := range []struct {
+		field string
+		v     int
+	}{{"config.connectTimeoutSeconds", c.ConnectTimeoutSeconds}, {"config.callTimeoutSeconds", c.CallTimeoutSeconds}} {
+		if t.v < 0 || t.v > MaxTimeoutSeconds {
+			e.Add(t.field, fmt.Sprintf("Use a whole number of seconds from 1 to %d, or leave it empty for the default.", MaxTimeoutSeconds))
+		}
+	}
 	switch c.Transport {
 	case TransportStdio:
 		if c.Command == "" {

@@ -62,6 +62,9 @@ type Form struct {
 	Cwd       string
 	URL       string
 	Headers   string // Name: value per line
+	// ConnectTimeout and CallTimeout are whole seconds; empty keeps the defaults.
+	ConnectTimeout string
+	CallTimeout    string
 	// OpenAPI
 	Spec    string // URL or document
 	BaseURL string
