@@ -24,7 +24,9 @@ type Options struct {
 	// AllowPrivate lets requests reach private and loopback addresses
 	// (TOOLGATE_ALLOW_PRIVATE_NETWORKS); metadata addresses stay refused.
 	AllowPrivate bool
-	// Timeout bounds a whole request; 0 means 20 s.
+	// Timeout bounds a whole request; 0 means 20 s, and a negative value
+	// sets no bound, for long-lived streams (MCP's SSE) that the caller's
+	// context bounds instead.
 	Timeout time.Duration
 	// MaxRedirects is how many redirects are followed; 0 means 5.
 	MaxRedirects int
@@ -131,11 +133,11 @@ func NewClient(opts Options) *http.Client {
 		MaxIdleConnsPerHost:   10,
 		IdleConnTimeout:       90 * time.Second,
 		TLSHandshakeTimeout:   10 * time.Second,
-		ResponseHeaderTimeout: opts.Timeout,
+		ResponseHeaderTimeout: max(opts.Timeout, 0),
 	}
 	return &http.Client{
 		Transport: transport,
-		Timeout:   opts.Timeout,
+		Timeout:   max(opts.Timeout, 0),
 		CheckRedirect: func(req *http.Request, via []*http.Request) error {
 			if len(via) >= opts.MaxRedirects {
 				return fmt.Errorf("stopped after %d redirects", opts.MaxRedirects)

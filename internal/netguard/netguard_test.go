@@ -92,3 +92,15 @@ func TestFetch(t *testing.T) {
 		t.Fatalf("metadata: %v", err)
 	}
 }
+
+// A negative timeout sets none: a stream may outlive the 20 s default,
+// bounded by its context alone.
+func TestNoTimeout(t *testing.T) {
+	c := NewClient(Options{AllowPrivate: true, Timeout: -1})
+	if c.Timeout != 0 || c.Transport.(*http.Transport).ResponseHeaderTimeout != 0 {
+		t.Errorf("Timeout -1 left limits: client %v, response header %v", c.Timeout, c.Transport.(*http.Transport).ResponseHeaderTimeout)
+	}
+	if d := NewClient(Options{}); d.Timeout != 20*time.Second {
+		t.Errorf("default timeout %v", d.Timeout)
+	}
+}
