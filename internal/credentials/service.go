@@ -352,6 +352,15 @@ func (s *Service) ForDiscovery(ctx context.Context, src db.Source) (*sources.Aut
 	return r.Auth, nil
 }
 
+// Open is what a stored credential adds to the requests of src, without
+// choosing the credential or recording its use as [Service.Resolve] does:
+// the gateway chooses in the query that finds the tool (in Resolve's
+// order), keeps the result while the credential's updated_at holds, and
+// records use at most once a minute.
+func (s *Service) Open(ctx context.Context, src db.Source, c db.Credential) (*sources.Auth, error) {
+	return s.authOf(ctx, c, IsStdio(src))
+}
+
 func (s *Service) first(ctx context.Context, src db.Source, workspaceID, userID *int64) (*Resolved, error) {
 	cs, err := s.Store.CredentialsFor(ctx, src.OrgID, src.ID, workspaceID, userID)
 	if err != nil || len(cs) == 0 {

@@ -13,15 +13,15 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"net/http"
 	"strings"
 	"time"
-
-	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/toolgate/toolgate/db"
 	"github.com/toolgate/toolgate/internal/credentials"
 	"github.com/toolgate/toolgate/internal/gateway/audit"
 	"github.com/toolgate/toolgate/internal/gateway/mcppool"
+	"github.com/toolgate/toolgate/internal/netguard"
 	"github.com/toolgate/toolgate/internal/search"
 )
 
@@ -118,10 +118,26 @@ func (e *InvalidArgumentsError) Error() string {
 	return fmt.Sprintf("arguments for %s do not match its input schema:\n- %s", e.Path, strings.Join(e.Problems, "\n- "))
 }
 
+// DefaultHTTPTimeout bounds an OpenAPI or GraphQL call when
+// [Options.HTTPTimeout] is 0.
+const DefaultHTTPTimeout = 30 * time.Second
+
 // Gateway runs calls. It is safe for concurrent use.
 type Gateway struct {
 	opts Options
 	pool *mcppool.Pool
+	// client sends OpenAPI and GraphQL calls: netguard's rules, redirects
+	// limited, no whole-request limit of its own (HTTPTimeout bounds each
+	// call through its context).
+	client *http.Client
+	// stream carries remote MCP sessions, whose streams outlive any
+	// request timeout; the pool bounds connecting and each call.
+	stream *http.Client
+
+	sources cache[string, *sourcePlan]
+	tools   cache[toolKey, *toolPlan]
+	auths   cache[string, *authEntry]
+	touches touches
 }
 
 // New builds a gateway; Close stops its upstream sessions.
@@ -129,14 +145,36 @@ func New(o Options) *Gateway {
 	if o.MaxResultBytes <= 0 {
 		o.MaxResultBytes = DefaultMaxResultBytes
 	}
+	if o.HTTPTimeout <= 0 {
+		o.HTTPTimeout = DefaultHTTPTimeout
+	}
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
-	return &Gateway{opts: o, pool: mcppool.New(o.Pool)}
+	g := &Gateway{
+		client: netguard.NewClient(netguard.Options{AllowPrivate: o.AllowPrivateNetworks, Timeout: -1}),
+		stream: netguard.NewClient(netguard.Options{AllowPrivate: o.AllowPrivateNetworks, Timeout: -1}),
+	}
+	if t, ok := g.client.Transport.(*http.Transport); ok {
+		// Many agents call one upstream at once: keep their connections.
+		t.MaxIdleConnsPerHost = 64
+	}
+	if o.Pool.HTTPClient == nil {
+		o.Pool.HTTPClient = func() *http.Client { return g.stream }
+	}
+	if o.Pool.ClientVersion == "" {
+		o.Pool.ClientVersion = o.Version
+	}
+	g.opts = o
+	g.pool = mcppool.New(o.Pool)
+	g.touches.seen = map[string]time.Time{}
+	return g
 }
 
-// Close stops every pooled upstream session.
-func (g *Gateway) Close(ctx context.Context) error { return g.pool.Close(ctx) }
-
-var _ *mcp.CallToolResult
-var _ = time.Second
+// Close stops every pooled upstream session and drops idle connections.
+func (g *Gateway) Close(ctx context.Context) error {
+	err := g.pool.Close(ctx)
+	g.client.CloseIdleConnections()
+	g.stream.CloseIdleConnections()
+	return err
+}

@@ -101,7 +101,8 @@ func (r Result) StatusLine() string {
 }
 
 // Text is the answer as an agent reads it. A 2xx answer is its body, JSON
-// indented when the whole of it came, with a last line stating a cut
+// indented when the whole of it came (JSON that does not parse is shown as
+// it came, and said so), with a last line stating a cut
 // ("[truncated: showed 1048576 of 10485760 bytes]"). Any other answer
 // is its status line and the first ErrorExcerptBytes of its body; the
 // gateway returns it as a tool error ([Result.OK]).
@@ -137,6 +138,9 @@ func (r Result) Text() string {
 		}
 	default:
 		b.WriteString(printable(r.Body, r.ContentType))
+		if !r.Truncated && r.Err == nil && isJSONType(mediaBase(r.ContentType)) {
+			fmt.Fprintf(&b, "\n[the answer is labelled %s but is not valid JSON; shown as it came]", mediaBase(r.ContentType))
+		}
 	}
 	if r.Truncated {
 		fmt.Fprintf(&b, "\n[truncated: showed %d of %s bytes]", len(r.Body), r.total())

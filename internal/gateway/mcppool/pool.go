@@ -14,7 +14,6 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"net/http"
 	"sort"
@@ -208,10 +207,20 @@ func (p *Pool) Call(ctx context.Context, key Key, cfg *sources.MCPConfig, auth *
 func (p *Pool) Do(ctx context.Context, r Request) (*mcp.CallToolResult, error) {
 	res, err := p.do(ctx, r)
 	if err != nil {
-		return nil, errors.New(r.Auth.Redact(err.Error()))
+		return nil, &redactedError{msg: r.Auth.Redact(err.Error()), err: err}
 	}
 	return res, nil
 }
+
+// redactedError shows an error's message scrubbed of secrets while
+// errors.As still finds what it wraps (a [*TimeoutError]).
+type redactedError struct {
+	msg string
+	err error
+}
+
+func (e *redactedError) Error() string { return e.msg }
+func (e *redactedError) Unwrap() error { return e.err }
 
 func (p *Pool) do(ctx context.Context, r Request) (*mcp.CallToolResult, error) {
 	if r.Config == nil {
@@ -263,7 +272,7 @@ func (p *Pool) callOn(ctx context.Context, s *session, r Request, timeout time.D
 		defer p.progress.Delete(token)
 		params.SetProgressToken(token)
 	}
-	errTimeout := &timeoutError{what: fmt.Sprintf("tools/call %q", r.Tool), limit: timeout}
+	errTimeout := &TimeoutError{What: fmt.Sprintf("tools/call %q", r.Tool), Limit: timeout, Call: true}
 	cctx, cancel := context.WithTimeoutCause(ctx, timeout, errTimeout)
 	defer cancel()
 	res, err := s.cs.CallTool(cctx, params)
@@ -367,12 +376,15 @@ func (p *Pool) sweep() {
 	}
 }
 
-// timeoutError is a limit that ran out.
-type timeoutError struct {
-	what  string
-	limit time.Duration
+// TimeoutError is a limit that ran out: the connect timeout (starting,
+// reaching and initializing the server, or waiting for a stdio slot) or,
+// with Call set, the call timeout. [Pool.Do]'s errors unwrap to it.
+type TimeoutError struct {
+	What  string
+	Limit time.Duration
+	Call  bool
 }
 
-func (e *timeoutError) Error() string {
-	return fmt.Sprintf("the server did not answer %s within %s", e.what, e.limit)
+func (e *TimeoutError) Error() string {
+	return fmt.Sprintf("the server did not answer %s within %s", e.What, e.Limit)
 }

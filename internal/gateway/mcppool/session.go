@@ -85,7 +85,7 @@ func (p *Pool) acquire(ctx context.Context, r Request, timeout time.Duration) (*
 				case <-changed:
 					continue
 				case <-slotTimer:
-					return nil, &timeoutError{what: fmt.Sprintf("a free stdio slot: all %d stdio processes stayed busy", p.opts.MaxStdio), limit: timeout}
+					return nil, &TimeoutError{What: fmt.Sprintf("a free stdio slot: all %d stdio processes stayed busy", p.opts.MaxStdio), Limit: timeout}
 				case <-ctx.Done():
 					return nil, fmt.Errorf("the call was cancelled while waiting for a free stdio slot: %w", context.Cause(ctx))
 				}
@@ -338,7 +338,7 @@ func (s *session) dial(p *Pool, r Request, timeout time.Duration) error {
 
 	// The limit cancels the context rather than setting a deadline on it:
 	// transports keep the context Connect was given for the session's life.
-	errConnect := &timeoutError{what: "initialize", limit: timeout}
+	errConnect := &TimeoutError{What: "initialize", Limit: timeout}
 	ctx, cancel := context.WithCancelCause(p.ctx)
 	timer := time.AfterFunc(timeout, func() { cancel(errConnect) })
 	cs, err := p.client.Connect(ctx, t, &mcp.ClientSessionOptions{ProtocolVersion: protocolVersion})
@@ -420,7 +420,7 @@ func (e *transportError) Error() string { return e.msg }
 // out, not a cancellation, not a configuration mistake.
 func retryable(err error) bool {
 	var (
-		timeout *timeoutError
+		timeout *TimeoutError
 		conf    *configError
 	)
 	switch {

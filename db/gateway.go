@@ -1,0 +1,117 @@
+package db
+
+import (
+	"context"
+	"encoding/json"
+	"time"
+)
+
+// CallTool is a tool as a call needs it: the tool, what its source says
+// about reaching the upstream, and the credential the caller's call uses.
+type CallTool struct {
+	VisibleTool
+	SourceWorkspaceID   *int64 `db:"source_workspace_id"`
+	SourceConfigVersion int    `db:"source_config_version"`
+	// SourceConfig is the whole configuration of an MCP source, and only
+	// {"baseUrl"} or {"endpoint"} of the others (an inline OpenAPI document
+	// can be megabytes, and a call needs none of it).
+	SourceConfig     json.RawMessage `db:"source_config"`
+	SourceBaseURL    string          `db:"source_base_url"`
+	SourceGeneration int64           `db:"source_generation"`
+	SourceUpdatedAt  time.Time       `db:"source_updated_at"`
+
+	// The credential, all nil when none applies.
+	CredentialID        *string         `db:"credential_id"`
+	CredentialScope     *string         `db:"credential_scope"`
+	CredentialAuth      json.RawMessage `db:"credential_auth"`
+	CredentialKeyID     *string         `db:"credential_key_id"`
+	CredentialNonce     []byte          `db:"credential_nonce"`
+	CredentialSealed    []byte          `db:"credential_ciphertext"`
+	CredentialUpdatedAt *time.Time      `db:"credential_updated_at"`
+}
+
+// Credential is the row's credential, or nil when none applies.
+func (t CallTool) Credential(orgID int64) *Credential {
+	if t.CredentialID == nil {
+		return nil
+	}
+	c := &Credential{ID: *t.CredentialID, OrgID: orgID, SourceID: t.SourceID, Auth: t.CredentialAuth,
+		Nonce: t.CredentialNonce, Ciphertext: t.CredentialSealed}
+	if t.CredentialScope != nil {
+		c.Scope = *t.CredentialScope
+	}
+	if t.CredentialKeyID != nil {
+		c.KeyID = *t.CredentialKeyID
+	}
+	if t.CredentialUpdatedAt != nil {
+		c.UpdatedAt = *t.CredentialUpdatedAt
+	}
+	return c
+}
+
+const visibleToolColumns = `t.source_id, t.path, t.name, t.aliases, t.title, t.description, t.input_schema,
+	COALESCE(t.output_schema, 'null') AS output_schema, t.annotations, t.default_approval, t.ref, t.params, t.doc_hash,
+	s.name AS source_name, s.slug AS source_slug, s.type AS source_type, s.scope AS source_scope, s.enabled AS source_enabled`
+
+// callTool finds the tool by path first, through the primary key; only
+// when no path matches does it look through the aliases. The credential is
+// the first of CredentialsFor's order: the user's own, the workspace's,
+// the organization's.
+const callTool = `WITH visible AS (
+		SELECT id FROM sources WHERE org_id = $1 AND (workspace_id IS NULL OR workspace_id = $2)
+	), exact AS (
+		SELECT t.source_id, t.path FROM source_tools t JOIN visible v ON v.id = t.source_id WHERE t.path = $3
+	), found AS (
+		SELECT source_id, path FROM exact
+		UNION ALL
+		SELECT t.source_id, t.path FROM source_tools t JOIN visible v ON v.id = t.source_id
+		WHERE NOT EXISTS (SELECT 1 FROM exact) AND $3 = ANY (t.aliases)
+	)
+	SELECT ` + visibleToolColumns + `, s.workspace_id AS source_workspace_id, s.config_version AS source_config_version,
+		CASE s.type WHEN 'mcp' THEN s.config
+			ELSE jsonb_strip_nulls(jsonb_build_object('baseUrl', s.config->'baseUrl', 'endpoint', s.config->'endpoint')) END AS source_config,
+		s.base_url AS source_base_url, s.generation AS source_generation, s.updated_at AS source_updated_at,
+		c.id AS credential_id, c.scope AS credential_scope, c.auth AS credential_auth, c.key_id AS credential_key_id,
+		c.nonce AS credential_nonce, c.ciphertext AS credential_ciphertext, c.updated_at AS credential_updated_at
+	FROM found f
+	JOIN source_tools t ON t.source_id = f.source_id AND t.path = f.path
+	JOIN sources s ON s.id = t.source_id
+	LEFT JOIN LATERAL (
+		SELECT c.id, c.scope, c.auth, c.key_id, c.nonce, c.ciphertext, c.updated_at FROM credentials c
+		WHERE c.org_id = s.org_id AND c.source_id = s.id
+		AND ((c.scope = 'account' AND c.user_id = $4) OR (c.scope = 'workspace' AND c.workspace_id = $2) OR c.scope = 'organization')
+		ORDER BY CASE c.scope WHEN 'account' THEN 0 WHEN 'workspace' THEN 1 ELSE 2 END LIMIT 1
+	) c ON true
+	ORDER BY s.enabled DESC LIMIT 1`
+
+// CallTool finds, in one round trip, a tool a workspace sees by its path
+// or one of its aliases, with its source and the credential a call by
+// userID uses. A tool of a disabled source is returned (SourceEnabled
+// false) so the caller can say so; ErrNotFound when nothing matches.
+func (s *Store) CallTool(ctx context.Context, orgID, workspaceID, userID int64, path string) (CallTool, error) {
+	var t CallTool
+	err := s.db.GetContext(ctx, &t, callTool, orgID, workspaceID, path, userID)
+	return t, translate(err)
+}
+
+// WorkspaceTools lists every tool of the enabled sources a workspace sees
+// (its own and its organization's), by path.
+func (s *Store) WorkspaceTools(ctx context.Context, orgID, workspaceID int64) ([]VisibleTool, error) {
+	out := []VisibleTool{}
+	err := s.db.SelectContext(ctx, &out, `SELECT `+visibleToolColumns+`
+		FROM sources s JOIN source_tools t ON t.source_id = s.id
+		WHERE s.org_id = $1 AND (s.workspace_id IS NULL OR s.workspace_id = $2) AND s.enabled
+		ORDER BY t.path, t.source_id`, orgID, workspaceID)
+	return out, err
+}
+
+// RegistryVersion is a fingerprint of the tool sets a workspace sees: it
+// changes when a source it sees is added, removed, enabled, disabled,
+// edited, or rediscovered with new tools (a new generation).
+func (s *Store) RegistryVersion(ctx context.Context, orgID, workspaceID int64) (string, error) {
+	var v string
+	err := s.db.GetContext(ctx, &v, `SELECT md5(COALESCE(string_agg(id || ':' || generation || ':' || enabled || ':' || tool_count
+			|| ':' || floor(extract(epoch FROM updated_at) * 1000000), ',' ORDER BY id), ''))
+		FROM sources WHERE org_id = $1 AND (workspace_id IS NULL OR workspace_id = $2)`, orgID, workspaceID)
+	return v, err
+}
