@@ -19,8 +19,11 @@ import (
 
 	"github.com/toolgate/toolgate/db"
 	"github.com/toolgate/toolgate/handlers"
+	"github.com/toolgate/toolgate/internal/auth"
 	"github.com/toolgate/toolgate/internal/config"
 	"github.com/toolgate/toolgate/internal/credentials"
+	"github.com/toolgate/toolgate/internal/gateway"
+	"github.com/toolgate/toolgate/internal/mcpserver"
 	"github.com/toolgate/toolgate/internal/registry"
 	"github.com/toolgate/toolgate/internal/search"
 	"github.com/toolgate/toolgate/internal/secrets"
@@ -45,6 +48,8 @@ type env struct {
 	queue   *worker.Queue
 	keys    *secrets.Ring
 	tenancy *tenancy.Service
+	gateway *gateway.Gateway
+	mcp     *mcpserver.Handler
 }
 
 // newEnv starts toolgate on a fresh database; vars override configuration.
@@ -79,15 +84,28 @@ func newEnv(t testing.TB, vars map[string]string) *env {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = queue.Stop(context.Background()) })
+	finder := &search.Fallback{Primary: index, Secondary: &search.Postgres{Store: store}, Log: log}
+	gw := gateway.New(gateway.Options{
+		Store: store, Credentials: &credentials.Service{Store: store, Ring: keys}, Index: finder,
+		AllowPrivateNetworks: cfg.AllowPrivateNetworks, MaxResultBytes: cfg.MaxResultBytes, Version: "test", Logger: log,
+	})
+	t.Cleanup(func() { _ = gw.Close(context.Background()) })
+	mcpH := mcpserver.New(mcpserver.Options{
+		Gateway: gw, Auth: &auth.Authenticator{Store: store}, Store: store, BaseURL: cfg.BaseURL,
+		AllowedHosts: cfg.MCPAllowedHosts, AllowedOrigins: cfg.MCPAllowedOrigins, Version: "test", Logger: log,
+		PollInterval: 200 * time.Millisecond,
+	})
+	t.Cleanup(mcpH.Close)
 	e := handlers.New(handlers.Deps{
 		Config: cfg, Store: store, Sessions: handlers.NewSessions(cfg, sessions),
-		Logger: log, Version: "test", Refresher: queue, Keys: keys,
-		Search: &search.Fallback{Primary: index, Secondary: &search.Postgres{Store: store}, Log: log},
+		Logger: log, Version: "test", Refresher: queue, Keys: keys, Search: finder,
+		Gateway: gw, MCP: mcpH,
 		Checks: map[string]func(context.Context) error{"postgresql": store.Ping},
 	})
 	srv := httptest.NewServer(e)
 	t.Cleanup(srv.Close)
-	return &env{t: t, srv: srv, echo: e, store: store, index: index, queue: queue, keys: keys, tenancy: &tenancy.Service{Store: store, Signup: cfg.Signup}}
+	return &env{t: t, srv: srv, echo: e, store: store, index: index, queue: queue, keys: keys,
+		tenancy: &tenancy.Service{Store: store, Signup: cfg.Signup}, gateway: gw, mcp: mcpH}
 }
 
 // testKeys is the key ring given as TOOLGATE_SECRET_KEYS, or a fresh one.

@@ -16,6 +16,10 @@ func (s *Server) routes(e *echo.Echo) {
 	e.GET("/readyz", s.readyz)
 	e.GET("/static/*", s.static)
 	e.GET("/api/v1/openapi.json", s.openAPI)
+	if s.mcp != nil {
+		// The MCP endpoint authenticates API keys itself: no session, no CSRF.
+		e.Match([]string{"GET", "POST", "DELETE"}, "/mcp", echo.WrapHandler(s.mcp))
+	}
 
 	app := e.Group("", echo.WrapMiddleware(s.sessions.LoadAndSave), s.errorsInSession, s.csrf())
 

@@ -14,6 +14,7 @@ import (
 	"github.com/toolgate/toolgate/internal/auth"
 	"github.com/toolgate/toolgate/internal/config"
 	"github.com/toolgate/toolgate/internal/credentials"
+	"github.com/toolgate/toolgate/internal/gateway"
 	"github.com/toolgate/toolgate/internal/registry"
 	"github.com/toolgate/toolgate/internal/search"
 	"github.com/toolgate/toolgate/internal/secrets"
@@ -33,6 +34,10 @@ type Deps struct {
 	Search search.Index
 	// Keys is the key ring that seals credentials.
 	Keys *secrets.Ring
+	// Gateway is the call pipeline: /mcp and the console's "Try it" use it.
+	Gateway *gateway.Gateway
+	// MCP serves /mcp; nil leaves the endpoint out.
+	MCP http.Handler
 	// Checks are the readiness checks /readyz runs, by name.
 	Checks  map[string]func(context.Context) error
 	Version string
@@ -49,6 +54,8 @@ type Server struct {
 	sources  *sources.Service
 	creds    *credentials.Service
 	search   search.Index
+	gateway  *gateway.Gateway
+	mcp      http.Handler
 	checks   map[string]func(context.Context) error
 	version  string
 }
@@ -65,6 +72,8 @@ func New(d Deps) *echo.Echo {
 		tenancy:  &tenancy.Service{Store: d.Store, Signup: d.Config.Signup, Auth: authn},
 		checks:   d.Checks,
 		search:   d.Search,
+		gateway:  d.Gateway,
+		mcp:      d.MCP,
 		version:  d.Version,
 	}
 	rules := sources.Rules{AllowStdio: d.Config.AllowStdio}

@@ -14,6 +14,9 @@ import (
 	"github.com/alexedwards/scs/v2"
 
 	"github.com/toolgate/toolgate/handlers"
+	"github.com/toolgate/toolgate/internal/auth"
+	"github.com/toolgate/toolgate/internal/gateway"
+	"github.com/toolgate/toolgate/internal/mcpserver"
 	"github.com/toolgate/toolgate/internal/worker"
 )
 
@@ -54,8 +57,10 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer, getenv 
 	if err != nil {
 		return fmt.Errorf("listen on %s (TOOLGATE_ADDR): %w", a.cfg.Addr, err)
 	}
+	gw := a.gateway()
+	mcpHandler := a.mcp(gw)
 	srv := &http.Server{
-		Handler:           a.handler(sessionStore, q),
+		Handler:           a.handler(sessionStore, q, gw, mcpHandler),
 		ReadHeaderTimeout: 10 * time.Second,
 		ReadTimeout:       60 * time.Second,
 		IdleTimeout:       120 * time.Second,
@@ -73,14 +78,48 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer, getenv 
 	a.log.Info("shutting down", "grace", shutdownGrace.String())
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), shutdownGrace)
 	defer cancel()
-	if err := srv.Shutdown(sctx); err != nil && !errors.Is(err, context.DeadlineExceeded) {
+	err = srv.Shutdown(sctx)
+	// In-flight calls have finished (or the grace ran out): stop the MCP
+	// sessions and the upstream pool.
+	mcpHandler.Close()
+	if cerr := gw.Close(sctx); cerr != nil {
+		a.log.Warn("close upstream sessions", "error", cerr)
+	}
+	if err != nil && !errors.Is(err, context.DeadlineExceeded) {
 		return fmt.Errorf("shutdown: %w", err)
 	}
 	return nil
 }
 
+// gateway is the call pipeline /mcp and "Try it" share.
+func (a *app) gateway() *gateway.Gateway {
+	return gateway.New(gateway.Options{
+		Store:                a.store,
+		Credentials:          a.credentials(nil),
+		Index:                a.searcher(),
+		AllowPrivateNetworks: a.cfg.AllowPrivateNetworks,
+		MaxResultBytes:       a.cfg.MaxResultBytes,
+		Version:              version,
+		Logger:               a.log,
+	})
+}
+
+// mcp is the /mcp endpoint.
+func (a *app) mcp(gw *gateway.Gateway) *mcpserver.Handler {
+	return mcpserver.New(mcpserver.Options{
+		Gateway:        gw,
+		Auth:           &auth.Authenticator{Store: a.store, Throttle: auth.DefaultThrottle},
+		Store:          a.store,
+		BaseURL:        a.cfg.BaseURL,
+		AllowedHosts:   a.cfg.MCPAllowedHosts,
+		AllowedOrigins: a.cfg.MCPAllowedOrigins,
+		Version:        version,
+		Logger:         a.log,
+	})
+}
+
 // handler is the whole HTTP surface of the instance.
-func (a *app) handler(sessions scs.Store, q *worker.Queue) http.Handler {
+func (a *app) handler(sessions scs.Store, q *worker.Queue, gw *gateway.Gateway, mcp http.Handler) http.Handler {
 	return handlers.New(handlers.Deps{
 		Config:    a.cfg,
 		Store:     a.store,
@@ -90,6 +129,8 @@ func (a *app) handler(sessions scs.Store, q *worker.Queue) http.Handler {
 		Refresher: q,
 		Search:    a.searcher(),
 		Keys:      a.keys,
+		Gateway:   gw,
+		MCP:       mcp,
 		Checks: map[string]func(context.Context) error{
 			"postgresql":  a.store.Ping,
 			"meilisearch": a.meiliCheck,

@@ -80,6 +80,16 @@ type Config struct {
 	// JobTimeout bounds one job; jobs of a dead worker are retried after twice this.
 	JobTimeout time.Duration
 
+	// MaxResultBytes caps an upstream's answer to a tool call.
+	MaxResultBytes int64
+	// MCPAllowedHosts are the Host values /mcp answers (DNS-rebinding
+	// protection): host or host:port; the base URL's host is always allowed.
+	MCPAllowedHosts []string
+	// MCPAllowedOrigins are the browser origins /mcp accepts; requests
+	// without an Origin header (agents, CLIs) are not affected. The base
+	// URL's origin is always allowed.
+	MCPAllowedOrigins []string
+
 	// LogFormat is json or text; LogLevel is debug, info, warn or error.
 	LogFormat string
 	LogLevel  string
@@ -117,6 +127,9 @@ var Vars = []Var{
 	{"TOOLGATE_ALLOW_STDIO", "true on the embedded default, else false", "Allow MCP sources that run a command on this server (stdio transport)."},
 	{"TOOLGATE_ALLOW_PRIVATE_NETWORKS", "false", "Let outbound requests (spec URLs, GraphQL and MCP endpoints) reach private and loopback addresses; cloud metadata addresses stay refused."},
 	{"TOOLGATE_OUTBOUND_TIMEOUT", "20s", "Time limit of each outbound request: fetching a spec, introspecting GraphQL, reaching a remote MCP server."},
+	{"TOOLGATE_MAX_RESULT_BYTES", "1048576", "Largest upstream answer a tool call returns to an agent; a longer one is cut and says so."},
+	{"TOOLGATE_MCP_ALLOWED_HOSTS", "(base URL host, localhost)", "Comma-separated Host values the MCP endpoint answers (host or host:port), against DNS rebinding. The base URL's host is always allowed; so are localhost, 127.0.0.1 and [::1] when the base URL is on loopback."},
+	{"TOOLGATE_MCP_ALLOWED_ORIGINS", "(base URL origin)", "Comma-separated browser origins (scheme://host[:port]) allowed to call the MCP endpoint. Requests without an Origin header, as agents and CLIs send, are unaffected."},
 	{"TOOLGATE_MEILI_INDEX", "tools", "Name of the Meilisearch index of tools."},
 	{"TOOLGATE_REFRESH_INTERVAL", "6h", "How often sources fetched from a URL or a remote server are refreshed (an unchanged spec answers 304 to its ETag)."},
 	{"TOOLGATE_RECONCILE_INTERVAL", "1m", "How often the worker repairs the search index from PostgreSQL."},
@@ -178,6 +191,9 @@ func Load(getenv func(string) string) (Config, error) {
 	c.AllowStdio = r.boolean("TOOLGATE_ALLOW_STDIO", c.DatabaseURL == "")
 	c.AllowPrivateNetworks = r.boolean("TOOLGATE_ALLOW_PRIVATE_NETWORKS", false)
 	c.OutboundTimeout = r.duration("TOOLGATE_OUTBOUND_TIMEOUT", 20*time.Second)
+	c.MaxResultBytes = int64(r.integer("TOOLGATE_MAX_RESULT_BYTES", 1<<20, 1<<10, 1<<30))
+	c.MCPAllowedHosts = r.list("TOOLGATE_MCP_ALLOWED_HOSTS", checkHost)
+	c.MCPAllowedOrigins = r.list("TOOLGATE_MCP_ALLOWED_ORIGINS", checkOrigin)
 	c.MeiliIndex = r.str("TOOLGATE_MEILI_INDEX", "tools")
 	if !indexName.MatchString(c.MeiliIndex) {
 		r.fail("TOOLGATE_MEILI_INDEX", "must be letters, digits, - and _ (at most 400)")
@@ -271,4 +287,37 @@ func (r *reader) duration(name string, def time.Duration) time.Duration {
 		return def
 	}
 	return d
+}
+
+// list reads a comma-separated list, checking each entry; check returns
+// what is wrong with one, or "".
+func (r *reader) list(name string, check func(string) string) []string {
+	var out []string
+	for _, v := range strings.Split(r.str(name, ""), ",") {
+		v = strings.TrimSpace(v)
+		if v == "" {
+			continue
+		}
+		if msg := check(v); msg != "" {
+			r.fail(name, fmt.Sprintf("entry %q %s", v, msg))
+			continue
+		}
+		out = append(out, strings.ToLower(v))
+	}
+	return out
+}
+
+func checkHost(v string) string {
+	if strings.ContainsAny(v, "/ @") {
+		return "must be a host or host:port, without scheme or path"
+	}
+	return ""
+}
+
+func checkOrigin(v string) string {
+	u, err := url.Parse(v)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || (u.Path != "" && u.Path != "/") || u.RawQuery != "" {
+		return "must be an origin: scheme://host[:port]"
+	}
+	return ""
 }
