@@ -11,7 +11,7 @@ TEST_OUTPUT ?= $(CURDIR)/.test-output
 # Every test package shares the PostgreSQL and Meilisearch testservices starts.
 WITH_SERVICES = $(GO) run ./cmd/testservices --
 
-.PHONY: help deps test-deps generate generate-check build run vet test bench clean
+.PHONY: help deps test-deps generate generate-check build run vet test bench bench-gateway clean
 
 help: ## List the targets
 	@echo "usage: make <target>"
@@ -57,6 +57,9 @@ test: test-deps generate-check vet ## Run every test; screenshots and browser ou
 
 bench: test-deps ## Run the benchmarks
 	MEILI_BIN="$(MEILI_BIN)" $(WITH_SERVICES) $(GO) test -run '^$$' -bench . -benchmem -count=1 ./...
+
+bench-gateway: ## Benchmark tool calls through /mcp against calling the upstreams directly
+	$(WITH_SERVICES) $(GO) run ./bench/gateway
 
 clean: ## Remove bin/ and .test-output/ (keeps .data, which holds the database)
 	rm -rf bin "$(TEST_OUTPUT)"
