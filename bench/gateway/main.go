@@ -214,10 +214,12 @@ func run(ctx context.Context, o options) (err error) {
 	b := &bench{o: o, tg: tg, seed: seed, tools: tools, mcpURL: mcpUp.URL + "/mcp", apiURL: apiUp.URL,
 		client: &http.Client{Transport: newTransport()}}
 	b.preflight(ctx)
+	b.loadBefore = loadAverage()
 	results, err := b.measureAll(ctx)
 	if err != nil {
 		return err
 	}
+	b.loadAfter = loadAverage()
 	b.report(results)
 
 	// Stop toolgate now: its audit recorder flushes on the way out.
@@ -264,6 +266,9 @@ type bench struct {
 	apiURL string
 	// client calls the HTTP API directly.
 	client *http.Client
+	// loadBefore and loadAfter are the machine's load averages around the
+	// runs: other work on the machine skews the numbers.
+	loadBefore, loadAfter string
 	// gatewayCalls counts every call sent through toolgate, warm-up and
 	// failures included, to compare with the audit rows.
 	gatewayCalls int
@@ -618,6 +623,7 @@ func (b *bench) report(results map[runKey][]runResult) {
 	fmt.Println()
 	fmt.Printf("machine: %s, %d cores, %s; toolgate pid %d shares them with this process (clients and upstreams), PostgreSQL and Meilisearch\n",
 		cpuModel(), runtime.NumCPU(), runtime.Version(), b.tg.cmd.Process.Pid)
+	fmt.Printf("load average (1, 5, 15 min) before the runs %s, after %s\n", b.loadBefore, b.loadAfter)
 	fmt.Printf("medians over %d rounds of %s (after %s warm-up); toolgate CPU is user+system of its process per call (on direct runs: its idle background)\n\n",
 		b.o.rounds, b.o.duration, b.o.warmup)
 	fmt.Printf("%-8s  %-28s  %10s  %9s  %9s  %17s  %9s  %6s\n", "sessions", "scenario", "calls/s", "p50", "p99", "toolgate CPU/call", "vs direct", "errors")
@@ -709,6 +715,16 @@ func joinInts(v []int) string {
 		s[i] = strconv.Itoa(n)
 	}
 	return strings.Join(s, ",")
+}
+
+// loadAverage is the 1, 5 and 15 minute load averages of the machine.
+func loadAverage() string {
+	b, _ := os.ReadFile("/proc/loadavg")
+	f := strings.Fields(string(b))
+	if len(f) < 3 {
+		return "?"
+	}
+	return strings.Join(f[:3], " ")
 }
 
 func cpuModel() string {
@@ -990,10 +1006,41 @@ func (t *toolgate) stop() error {
 	return t.stopErr
 }
 
-// reportLog prints what toolgate logged (warnings and errors), if anything.
+// reportLog prints what toolgate logged (warnings and errors), each
+// distinct message once with its count.
 func (t *toolgate) reportLog() {
-	if tail := t.logTail(20); tail != "" {
-		fmt.Printf("toolgate logged (last lines):\n%s\n", tail)
+	f, err := os.Open(t.log)
+	if err != nil {
+		return
+	}
+	defer f.Close()
+	counts := map[string]int{}
+	var order []string
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	for sc.Scan() {
+		line := sc.Text()
+		var entry map[string]any
+		if json.Unmarshal([]byte(line), &entry) == nil {
+			delete(entry, "time")
+			b, _ := json.Marshal(entry)
+			line = string(b)
+		}
+		if counts[line] == 0 {
+			order = append(order, line)
+		}
+		counts[line]++
+	}
+	if len(order) == 0 {
+		return
+	}
+	fmt.Printf("toolgate logged %d distinct lines:\n", len(order))
+	for i, line := range order {
+		if i == 20 {
+			fmt.Printf("  ... and %d more\n", len(order)-20)
+			break
+		}
+		fmt.Printf("  %6dx %.400s\n", counts[line], line)
 	}
 }
 
