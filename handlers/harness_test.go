@@ -23,6 +23,7 @@ import (
 	"github.com/toolgate/toolgate/internal/config"
 	"github.com/toolgate/toolgate/internal/credentials"
 	"github.com/toolgate/toolgate/internal/gateway"
+	"github.com/toolgate/toolgate/internal/gateway/audit"
 	"github.com/toolgate/toolgate/internal/mcpserver"
 	"github.com/toolgate/toolgate/internal/registry"
 	"github.com/toolgate/toolgate/internal/search"
@@ -50,6 +51,7 @@ type env struct {
 	tenancy *tenancy.Service
 	gateway *gateway.Gateway
 	mcp     *mcpserver.Handler
+	audit   *audit.Recorder
 }
 
 // newEnv starts toolgate on a fresh database; vars override configuration.
@@ -85,8 +87,10 @@ func newEnv(t testing.TB, vars map[string]string) *env {
 	}
 	t.Cleanup(func() { _ = queue.Stop(context.Background()) })
 	finder := &search.Fallback{Primary: index, Secondary: &search.Postgres{Store: store}, Log: log}
+	recorder := audit.New(store, audit.Options{Logger: log, FlushInterval: 20 * time.Millisecond})
+	t.Cleanup(func() { _ = recorder.Close(context.Background()) })
 	gw := gateway.New(gateway.Options{
-		Store: store, Credentials: &credentials.Service{Store: store, Ring: keys}, Index: finder,
+		Recorder: recorder, Store: store, Credentials: &credentials.Service{Store: store, Ring: keys}, Index: finder,
 		AllowPrivateNetworks: cfg.AllowPrivateNetworks, MaxResultBytes: cfg.MaxResultBytes, Version: "test", Logger: log,
 	})
 	t.Cleanup(func() { _ = gw.Close(context.Background()) })
@@ -105,7 +109,7 @@ func newEnv(t testing.TB, vars map[string]string) *env {
 	srv := httptest.NewServer(e)
 	t.Cleanup(srv.Close)
 	return &env{t: t, srv: srv, echo: e, store: store, index: index, queue: queue, keys: keys,
-		tenancy: &tenancy.Service{Store: store, Signup: cfg.Signup}, gateway: gw, mcp: mcpH}
+		tenancy: &tenancy.Service{Store: store, Signup: cfg.Signup}, gateway: gw, mcp: mcpH, audit: recorder}
 }
 
 // testKeys is the key ring given as TOOLGATE_SECRET_KEYS, or a fresh one.

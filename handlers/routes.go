@@ -107,6 +107,9 @@ func (s *Server) routes(e *echo.Echo) {
 	ws.GET("/api-keys", s.apiKeysPage)
 	ws.POST("/api-keys", s.createAPIKey, requireRole(auth.Member))
 	ws.POST("/api-keys/:id/revoke", s.revokeAPIKey, requireRole(auth.Member))
+	// Connect an agent: anyone sees the snippets; members and above make a key there.
+	ws.GET("/connect", s.connectPage)
+	ws.POST("/connect", s.createConnectKey, requireRole(auth.Member))
 	ws.GET("/:section", s.comingSoon)
 
 	// JSON API: session or personal access token.

@@ -16,6 +16,7 @@ import (
 	"github.com/toolgate/toolgate/handlers"
 	"github.com/toolgate/toolgate/internal/auth"
 	"github.com/toolgate/toolgate/internal/gateway"
+	"github.com/toolgate/toolgate/internal/gateway/audit"
 	"github.com/toolgate/toolgate/internal/mcpserver"
 	"github.com/toolgate/toolgate/internal/worker"
 )
@@ -57,7 +58,8 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer, getenv 
 	if err != nil {
 		return fmt.Errorf("listen on %s (TOOLGATE_ADDR): %w", a.cfg.Addr, err)
 	}
-	gw := a.gateway()
+	recorder := audit.New(a.store, audit.Options{Logger: a.log})
+	gw := a.gateway(recorder)
 	mcpHandler := a.mcp(gw)
 	srv := &http.Server{
 		Handler:           a.handler(sessionStore, q, gw, mcpHandler),
@@ -85,6 +87,10 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer, getenv 
 	if cerr := gw.Close(sctx); cerr != nil {
 		a.log.Warn("close upstream sessions", "error", cerr)
 	}
+	// Every call has been recorded: write the last audit rows.
+	if cerr := recorder.Close(context.WithoutCancel(ctx)); cerr != nil {
+		a.log.Error("flush the call audit", "error", cerr)
+	}
 	if err != nil && !errors.Is(err, context.DeadlineExceeded) {
 		return fmt.Errorf("shutdown: %w", err)
 	}
@@ -92,8 +98,9 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer, getenv 
 }
 
 // gateway is the call pipeline /mcp and "Try it" share.
-func (a *app) gateway() *gateway.Gateway {
+func (a *app) gateway(rec gateway.Recorder) *gateway.Gateway {
 	return gateway.New(gateway.Options{
+		Recorder:             rec,
 		Store:                a.store,
 		Credentials:          a.credentials(nil),
 		Index:                a.searcher(),

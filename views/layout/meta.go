@@ -73,6 +73,7 @@ var Sections = []Section{
 	{Key: "approvals", Label: "Approvals"},
 	{Key: "activity", Label: "Activity"},
 	{Key: "api-keys", Label: "API keys", Ready: true},
+	{Key: "connect", Label: "Connect an agent", Ready: true},
 }
 
 // Section is a sidebar entry of a workspace.
