@@ -69,6 +69,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer, getenv 
 	}
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
+	seedDemoAgent(ctx, a, q, stdout)
 	a.log.Info("serving", "addr", ln.Addr().String(), "url", a.cfg.BaseURL.String(), "version", version)
 	fmt.Fprintf(stdout, "toolgate %s is ready at %s\n", version, a.cfg.BaseURL.String())
 
