@@ -21,13 +21,13 @@ type CallTool struct {
 	SourceUpdatedAt  time.Time       `db:"source_updated_at"`
 
 	// The credential, all nil when none applies.
-	CredentialID        *string         `db:"credential_id"`
-	CredentialScope     *string         `db:"credential_scope"`
-	CredentialAuth      json.RawMessage `db:"credential_auth"`
-	CredentialKeyID     *string         `db:"credential_key_id"`
-	CredentialNonce     []byte          `db:"credential_nonce"`
-	CredentialSealed    []byte          `db:"credential_ciphertext"`
-	CredentialUpdatedAt *time.Time      `db:"credential_updated_at"`
+	CredentialID        *string    `db:"credential_id"`
+	CredentialScope     *string    `db:"credential_scope"`
+	CredentialAuth      []byte     `db:"credential_auth"`
+	CredentialKeyID     *string    `db:"credential_key_id"`
+	CredentialNonce     []byte     `db:"credential_nonce"`
+	CredentialSealed    []byte     `db:"credential_ciphertext"`
+	CredentialUpdatedAt *time.Time `db:"credential_updated_at"`
 }
 
 // Credential is the row's credential, or nil when none applies.

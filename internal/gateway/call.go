@@ -56,7 +56,7 @@ func (g *Gateway) call(ctx context.Context, c Caller, path string, args json.Raw
 		rec.Outcome, rec.Error = audit.OutcomeError, "toolgate could not look up the tool"
 		return nil, fmt.Errorf("look up tool %q: %w", path, err)
 	}
-	rec.Tool, rec.SourceID = t.Path, t.SourceID
+	rec.SourceID = t.SourceID // rec.Tool stays the path as asked, alias or not
 
 	// 2. Policy.
 	if err := g.authorize(ctx, c, &t); err != nil {

@@ -39,7 +39,7 @@ func redactArguments(raw json.RawMessage, v any, auth *sources.Auth) json.RawMes
 		obj = map[string]any{"[arguments]": v}
 	}
 	var out []byte
-	if isObject && !hasSecretKeys(obj) && len(raw) <= audit.MaxArgumentBytes {
+	if isObject && !hasSecretKeys(obj) && len(raw) <= audit.MaxArgumentBytes && bytes.HasPrefix(bytes.TrimSpace(raw), []byte("{")) {
 		// The common case: nothing to replace; keep the caller's JSON
 		// (compacted, which also copies it away from the caller's buffer).
 		var b bytes.Buffer
