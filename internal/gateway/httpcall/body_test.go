@@ -192,52 +192,6 @@ func TestBodyThatCannotBeSent(t *testing.T) {
 	}
 }
 
-// A Swagger 2.0 upload operation, from discovery to the upstream: the
-// Ref and the input schema the openapi package makes drive the request.
-func TestSwaggerUploadEndToEnd(t *testing.T) {
-	doc := `{"swagger":"2.0","info":{"title":"pets","version":"1"},"host":"api.example.com","basePath":"/v2",
-"paths":{"/pet/{petId}/uploadImage":{"post":{"operationId":"uploadFile","consumes":["multipart/form-data"],
-"parameters":[{"name":"petId","in":"path","required":true,"type":"integer"},
-{"name":"additionalMetadata","in":"formData","type":"string"},
-{"name":"file","in":"formData","type":"file","required":true}],
-"responses":{"200":{"description":"ok"}}}}}}`
-	disc, err := openapi.Build([]byte(doc), openapi.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	tool := disc.Tools[0]
-	var ref openapi.Ref
-	if err := json.Unmarshal(tool.Ref, &ref); err != nil {
-		t.Fatal(err)
-	}
-	binary := httpcall.BinaryFields(tool.InputSchema)
-	if diff := cmp.Diff([]string{"file"}, binary); diff != "" {
-		t.Errorf("binary fields (-want +got):\n%s", diff)
-	}
-
-	var path string
-	srv := echoServer(t)
-	mux := http.NewServeMux()
-	mux.HandleFunc("POST /v2/pet/{petId}/uploadImage", func(w http.ResponseWriter, r *http.Request) {
-		path = r.PathValue("petId")
-		srv.Config.Handler.ServeHTTP(w, r)
-	})
-	up := httptest.NewServer(mux)
-	defer up.Close()
-
-	res := call(t, ref, up.URL+"/v2", map[string]any{"petId": 12.0, "body": map[string]any{"file": "GIF89a", "additionalMetadata": "cute"}}, nil, httpcall.WithBinaryFields(binary...))
-	var got received
-	decode(t, res, &got)
-	want := received{
-		ContentType: got.ContentType,
-		Form:        map[string][]string{"additionalMetadata": {"cute"}},
-		Files:       map[string][]file{"file": {{"file", "application/octet-stream", "GIF89a"}}},
-	}
-	if diff := cmp.Diff(want, got); diff != "" || path != "12" {
-		t.Errorf("petId %q; upstream received (-want +got):\n%s", path, diff)
-	}
-}
-
 func TestBinaryFields(t *testing.T) {
 	schema := `{"type":"object","properties":{"id":{"type":"string","format":"binary"},"body":{"type":"object","properties":{
 		"a":{"type":"string","format":"binary"},

@@ -2,7 +2,8 @@ package httpcall
 
 import "testing"
 
-// The Ref does not carry allowReserved yet; the encoder is ready for it.
+// allowReserved at the encoder (ParamRef.AllowReserved, FieldRef.AllowReserved);
+// TestAllowReservedAndContentOnTheWire shows it from discovery to the wire.
 func TestAllowReserved(t *testing.T) {
 	cases := []struct {
 		value         string

@@ -4,7 +4,8 @@
 // [BuildRequest] serializes the tool's arguments by the operation's
 // [openapi.Ref]: path, query, header and cookie parameters by their style
 // and explode, the body by the first media type the argument can be sent
-// as, against the source's base URL, with the credential applied last so
+// as (files as their bytes), against the source's base URL or the
+// operation's own server, with the credential applied last so
 // that no argument can replace it. [ReadResult] reads a response up to a
 // cap and [Result.Text] renders it for the agent.
 package httpcall
@@ -44,9 +45,12 @@ type options struct {
 	binary map[string]bool
 }
 
-// WithBinaryFields names the multipart body fields whose schema is a
-// binary string (see [BinaryFields]): a string given for one is sent as a
-// file part, with a filename, rather than as a text field.
+// WithBinaryFields names multipart body fields to send as file parts of
+// the text given, for references stored before discovery recorded files
+// ([openapi.FieldRef.Binary], whose values are base64 and sent decoded):
+// their input schemas ask for a binary string (see [BinaryFields]) and
+// agents give its text. A field the reference marks as a file is sent as
+// the reference says.
 func WithBinaryFields(names ...string) Option {
 	return func(o *options) {
 		if o.binary == nil {
@@ -60,7 +64,8 @@ func WithBinaryFields(names ...string) Option {
 
 // BuildRequest makes the HTTP request for a call of the operation ref
 // describes, with args as the tool's arguments (decoded JSON), against
-// baseURL (the source's, which may have a path prefix). auth, which may be
+// baseURL (the source's, which may have a path prefix), or the operation's
+// own server when the Ref names one ([openapi.Ref.BaseURL]). auth, which may be
 // nil, is applied last: a header or query parameter it sets replaces any
 // argument of the same name (compared without case), and its cookies keep
 // their names. Arguments the Ref does not name are not sent; the input
@@ -74,7 +79,13 @@ func BuildRequest(ctx context.Context, ref openapi.Ref, baseURL string, args map
 	for _, opt := range opts {
 		opt(&o)
 	}
-	base, err := parseBase(baseURL)
+	var base *url.URL
+	var err error
+	if ref.BaseURL != "" {
+		base, err = parseServer(ref)
+	} else {
+		base, err = parseBase(baseURL)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -155,12 +166,22 @@ func parseBase(raw string) (*url.URL, error) {
 	if strings.TrimSpace(raw) == "" {
 		return nil, errors.New("the source has no base URL: set one for calls to work")
 	}
+	return absoluteURL(raw, "the source's base URL")
+}
+
+// parseServer checks an operation's own server.
+func parseServer(ref openapi.Ref) (*url.URL, error) {
+	return absoluteURL(ref.BaseURL, fmt.Sprintf("the server of operation %s %s", ref.Method, ref.Path))
+}
+
+// absoluteURL parses an absolute http or https URL; what names it in errors.
+func absoluteURL(raw, what string) (*url.URL, error) {
 	u, err := url.Parse(strings.TrimSpace(raw))
 	if err != nil {
-		return nil, fmt.Errorf("the source's base URL %q is not a URL: %w", raw, err)
+		return nil, fmt.Errorf("%s %q is not a URL: %w", what, raw, err)
 	}
 	if (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return nil, fmt.Errorf("the source's base URL %q is not an absolute http or https URL", raw)
+		return nil, fmt.Errorf("%s %q is not an absolute http or https URL", what, raw)
 	}
 	return u, nil
 }
@@ -190,7 +211,8 @@ func param(p openapi.ParamRef) string {
 // argument is the value of p's argument, normalized, and whether one was
 // given: null and an empty array or object count as absent (RFC 6570's
 // undefined), except that a required parameter given an empty array or
-// object is sent empty.
+// object is sent empty. The value of a parameter described by a media type
+// is its text in that type, whatever its shape ("[]" is a JSON value).
 func (b *builder) argument(p openapi.ParamRef, args map[string]any) (any, value, bool) {
 	prop := p.Property
 	if prop == "" {
@@ -206,6 +228,14 @@ func (b *builder) argument(p openapi.ParamRef, args map[string]any) (any, value,
 			b.problem("%s is required", param(p))
 		}
 		return nil, value{}, false
+	}
+	if p.ContentType != "" {
+		text, err := mediaText(p.ContentType, raw)
+		if err != nil {
+			b.problem("%s: %v", param(p), err)
+			return nil, value{}, false
+		}
+		return text, value{shape: primitive, text: text}, true
 	}
 	v, err := flatten(raw)
 	if err != nil {
@@ -228,6 +258,11 @@ func (b *builder) params(ref openapi.Ref, args map[string]any) map[string]string
 		if p.In == "path" {
 			p.Required = true
 		}
+		if p.ContentType != "" {
+			// The media type's text is one value, sent as the location's
+			// default style sends a string.
+			p.Style = ""
+		}
 		raw, v, ok := b.argument(p, args)
 		if !ok {
 			continue
@@ -241,7 +276,7 @@ func (b *builder) params(ref openapi.Ref, args map[string]any) map[string]string
 			}
 			path[p.Name] = s
 		case "query":
-			pairs, err := queryPairs(p.Name, p.Style, p.Explode, false, raw, v)
+			pairs, err := queryPairs(p.Name, p.Style, p.Explode, p.AllowReserved, raw, v)
 			if err != nil {
 				b.problem("%s: %v", param(p), err)
 				continue

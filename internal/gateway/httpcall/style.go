@@ -247,13 +247,22 @@ func flat(fields []field, esc func(string) string) []string {
 // identity leaves a string as it is (headers are not percent-encoded).
 func identity(s string) string { return s }
 
+// delimiters are the characters styles join an array's items with: the
+// form and simple styles a comma, the delimited ones (OpenAPI's and
+// tabDelimited, Swagger 2.0's tsv) a space, a pipe or a tab.
+var delimiters = map[string]string{
+	"": ",", "simple": ",", "form": ",",
+	"spaceDelimited": " ", "pipeDelimited": "|", "tabDelimited": "\t",
+}
+
 // pathValue serializes a path parameter by its style: simple (the
-// default), label or matrix.
+// default), label or matrix, or, from Swagger 2.0, one of the delimited
+// styles (items joined by an escaped space, pipe or tab).
 func pathValue(name, style string, explode bool, v value) (string, error) {
 	esc := func(s string) string { return escape(s, false) }
 	switch style {
-	case "", "simple":
-		return simple(explode, v, esc), nil
+	case "", "simple", "spaceDelimited", "pipeDelimited", "tabDelimited":
+		return simple(wireDelimiter(delimiters[style]), explode, v, esc), nil
 	case "label":
 		sep := ","
 		if explode {
@@ -275,20 +284,21 @@ func pathValue(name, style string, explode bool, v value) (string, error) {
 	return "", fmt.Errorf("style %q is not one a path parameter can have (simple, label, matrix)", style)
 }
 
-// simple is RFC 6570's simple expansion, for paths and headers.
-func simple(explode bool, v value, esc func(string) string) string {
+// simple is RFC 6570's simple expansion, for paths and headers, with
+// items joined by sep (a comma, or a delimited style's character).
+func simple(sep string, explode bool, v value, esc func(string) string) string {
 	switch v.shape {
 	case array:
 		items := make([]string, len(v.items))
 		for i, s := range v.items {
 			items[i] = esc(s)
 		}
-		return strings.Join(items, ",")
+		return strings.Join(items, sep)
 	case object:
 		if explode {
-			return strings.Join(pairs(v.fields, "=", esc), ",")
+			return strings.Join(pairs(v.fields, "=", esc), sep)
 		}
-		return strings.Join(flat(v.fields, esc), ",")
+		return strings.Join(flat(v.fields, esc), sep)
 	}
 	return esc(v.text)
 }
@@ -325,93 +335,115 @@ func matrix(name string, explode bool, v value, esc func(string) string) string 
 	return named(name, esc(v.text))
 }
 
-// queryPairs serializes a query parameter into "name=value" pairs, already
-// escaped, by its style: form (the default), spaceDelimited, pipeDelimited
-// or deepObject. The delimited styles exploded, which OpenAPI leaves
-// undefined, are sent as form would send them; deepObject takes an object
-// (nested objects add brackets, arrays repeat their key).
-func queryPairs(name, style string, explode, allowReserved bool, raw any, v value) ([]string, error) {
-	esc := func(s string) string { return escape(s, allowReserved) }
-	key := escape(name, false)
-	delimited := func(sep string) []string {
-		switch v.shape {
-		case array:
-			return []string{key + "=" + strings.Join(escapeAll(v.items, allowReserved), sep)}
-		case object:
-			return []string{key + "=" + strings.Join(flat(v.fields, esc), sep)}
-		}
-		return []string{key + "=" + esc(v.text)}
-	}
-	switch style {
-	case "", "form":
-		if !explode {
-			return delimited(","), nil
-		}
-	case "spaceDelimited":
-		if !explode {
-			return delimited("%20"), nil
-		}
-	case "pipeDelimited":
-		if !explode {
-			return delimited("%7C"), nil
-		}
-	case "deepObject":
+// piece is one name=value pair of a form-style serialization before
+// escaping: its value is its items joined by sep.
+type piece struct {
+	name  string
+	items []string
+	sep   string
+}
+
+// formPieces serializes a value the way a query parameter named name is
+// by its style: form (the default), spaceDelimited, pipeDelimited,
+// tabDelimited or deepObject; what is a query parameter here is a form
+// field in a form body (kind names which, for errors). The delimited
+// styles exploded, which OpenAPI leaves undefined, are sent as form would
+// send them; deepObject takes an object (nested objects add brackets,
+// arrays repeat their key).
+func formPieces(kind, name, style string, explode bool, raw any, v value) ([]piece, error) {
+	if style == "deepObject" {
 		obj, ok := raw.(map[string]any)
 		if !ok {
 			return nil, fmt.Errorf("style deepObject takes an object, not %s", describe(raw))
 		}
-		var out []string
-		deepObject(&out, name, obj, esc)
+		var out []piece
+		deepObject(&out, name, obj)
 		return out, nil
-	default:
-		return nil, fmt.Errorf("style %q is not one a query parameter can have (form, spaceDelimited, pipeDelimited, deepObject)", style)
 	}
-	// Exploded form.
-	switch v.shape {
-	case array:
-		out := make([]string, len(v.items))
+	sep, ok := delimiters[style]
+	if !ok || style == "simple" {
+		return nil, fmt.Errorf("style %q is not one a %s can have (form, spaceDelimited, pipeDelimited, deepObject)", style, kind)
+	}
+	one := func(name, s string) piece { return piece{name: name, items: []string{s}} }
+	switch {
+	case v.shape == array && !explode:
+		return []piece{{name: name, items: v.items, sep: sep}}, nil
+	case v.shape == object && !explode:
+		return []piece{{name: name, items: flat(v.fields, identity), sep: sep}}, nil
+	case v.shape == array:
+		out := make([]piece, len(v.items))
 		for i, s := range v.items {
-			out[i] = key + "=" + esc(s)
+			out[i] = one(name, s)
 		}
 		return out, nil
-	case object:
-		out := make([]string, len(v.fields))
+	case v.shape == object:
+		out := make([]piece, len(v.fields))
 		for i, f := range v.fields {
-			out[i] = escape(f.key, false) + "=" + esc(f.value)
+			out[i] = one(f.key, f.value)
 		}
 		return out, nil
 	}
-	return []string{key + "=" + esc(v.text)}, nil
+	return []piece{one(name, v.text)}, nil
 }
 
-// deepObject appends prefix[key]=value pairs for an object, brackets
-// escaped as RFC 3986 requires in a query.
-func deepObject(out *[]string, prefix string, obj map[string]any, esc func(string) string) {
+// queryPairs serializes a query parameter (see [formPieces]) into
+// "name=value" pairs, escaped: a delimiter inside a value is escaped, the
+// style's own comma is not (the space, pipe and tab are, as a query
+// cannot carry them).
+func queryPairs(name, style string, explode, allowReserved bool, raw any, v value) ([]string, error) {
+	pieces, err := formPieces("query parameter", name, style, explode, raw, v)
+	if err != nil {
+		return nil, err
+	}
+	return escapePieces(pieces, allowReserved), nil
+}
+
+// escapePieces writes pieces as escaped "name=value" pairs.
+func escapePieces(pieces []piece, allowReserved bool) []string {
+	out := make([]string, len(pieces))
+	for i, pc := range pieces {
+		out[i] = escape(pc.name, false) + "=" + strings.Join(escapeAll(pc.items, allowReserved), wireDelimiter(pc.sep))
+	}
+	return out
+}
+
+// wireDelimiter is a delimiter as a path or a query carries it: the comma
+// as it is, the others escaped.
+func wireDelimiter(sep string) string {
+	if sep == "," {
+		return sep
+	}
+	return escape(sep, false)
+}
+
+// deepObject appends prefix[key]=value pieces for an object.
+func deepObject(out *[]piece, prefix string, obj map[string]any) {
 	for _, k := range slices.Sorted(maps.Keys(obj)) {
 		name := prefix + "[" + k + "]"
 		switch t := obj[k].(type) {
 		case map[string]any:
-			deepObject(out, name, t, esc)
+			deepObject(out, name, t)
 		case []any:
 			for _, item := range t {
 				s, _ := scalarText(item)
-				*out = append(*out, escape(name, false)+"="+esc(s))
+				*out = append(*out, piece{name: name, items: []string{s}})
 			}
 		default:
 			s, _ := scalarText(t)
-			*out = append(*out, escape(name, false)+"="+esc(s))
+			*out = append(*out, piece{name: name, items: []string{s}})
 		}
 	}
 }
 
-// headerValue serializes a header parameter (style simple; header values
-// are not percent-encoded) and refuses control characters, which could
-// split the header.
+// headerValue serializes a header parameter (style simple, or from
+// Swagger 2.0 a delimited style; header values are not percent-encoded)
+// and refuses control characters, which could split the header.
 func headerValue(style string, explode bool, v value) (string, error) {
-	if style != "" && style != "simple" {
+	sep, ok := delimiters[style]
+	if !ok || style == "form" {
 		return "", fmt.Errorf("style %q is not one a header parameter can have (simple)", style)
 	}
-	s := simple(explode, v, identity)
+	s := simple(sep, explode, v, identity)
 	for i := 0; i < len(s); i++ {
 		if c := s[i]; c == '\r' || c == '\n' {
 			return "", fmt.Errorf("the value contains a line break (CR or LF), which a header cannot carry")

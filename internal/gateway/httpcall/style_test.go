@@ -108,6 +108,10 @@ func TestPathStyles(t *testing.T) {
 		{"matrix", true, `{"k;":"v="}`, ";k%3B=v%3D"},
 		{"simple", false, `[1.5,true,null]`, "1.5,true,"},
 		{"simple", false, `[{"a":1}]`, "%7B%22a%22%3A1%7D"},
+		// Swagger 2.0's ssv, pipes and tsv in a path.
+		{"spaceDelimited", false, arr, "blue%20black%20brown"},
+		{"pipeDelimited", false, `["a|b","c"]`, "a%7Cb%7Cc"},
+		{"tabDelimited", false, arr, "blue%09black%09brown"},
 	})
 }
 
@@ -137,6 +141,9 @@ func TestQueryStyles(t *testing.T) {
 		// Escaping: a delimiter inside a value is escaped, the style's own is not.
 		{"form", false, `["a,b","c d","e&f=g","h+i"]`, "color=a%2Cb,c%20d,e%26f%3Dg,h%2Bi"},
 		{"pipeDelimited", false, `["a|b","c"]`, "color=a%7Cb%7Cc"},
+		// Swagger 2.0's tsv.
+		{"tabDelimited", false, arr, "color=blue%09black%09brown"},
+		{"tabDelimited", false, `["a\tb","c"]`, "color=a%09b%09c"},
 		{"form", true, `"ünï"`, "color=%C3%BCn%C3%AF"},
 		// Absent and empty values are not sent.
 		{"form", true, absent, ""},
@@ -157,6 +164,10 @@ func TestHeaderStyles(t *testing.T) {
 		{"simple", true, obj, "B=150,G=200,R=100"},
 		// Header values are not percent-encoded.
 		{"simple", false, `"a b/c%"`, "a b/c%"},
+		// Swagger 2.0's ssv, pipes and tsv in a header.
+		{"spaceDelimited", false, arr, "blue black brown"},
+		{"pipeDelimited", false, arr, "blue|black|brown"},
+		{"tabDelimited", false, arr, "blue\tblack\tbrown"},
 	})
 }
 
@@ -185,6 +196,7 @@ func TestStyleMisuse(t *testing.T) {
 	}{
 		{"path", "/p/{color}", styleCase{"form", false, str, ""}, `style "form" is not one a path parameter can have`},
 		{"query", "/q", styleCase{"matrix", false, str, ""}, `style "matrix" is not one a query parameter can have`},
+		{"query", "/q", styleCase{"simple", false, str, ""}, `style "simple" is not one a query parameter can have`},
 		{"query", "/q", styleCase{"deepObject", true, arr, ""}, `style deepObject takes an object, not an array`},
 		{"header", "/h", styleCase{"form", false, str, ""}, `style "form" is not one a header parameter can have`},
 		{"header", "/h", styleCase{"simple", false, `"a\r\nX-Admin: 1"`, ""}, `line break (CR or LF)`},

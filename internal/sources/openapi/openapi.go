@@ -38,16 +38,20 @@ func Build(doc []byte, opts Options) (*sources.Discovery, error) {
 	if err != nil {
 		return nil, err
 	}
-	b := &builder{res: newResolver(root.doc), root: root.doc}
+	b := &builder{res: newResolver(root.doc), root: root.doc, swagger: root.swaggerOps, sourceURL: opts.SourceURL}
 	for _, s := range root.skipped {
 		b.skip(s.subject, s.err)
 	}
 	b.exp = newExpander(b.res)
 	disc := &sources.Discovery{SpecHash: sources.Hash(doc)}
 	disc.BaseURL = b.baseURL(root, opts)
+	b.base, b.overridden = disc.BaseURL, strings.TrimSpace(opts.BaseURL) != ""
 	disc.AuthProfile = b.authProfile()
 	if disc.Tools, err = b.tools(); err != nil {
 		return nil, err
+	}
+	if b.ownServers > 0 {
+		b.warn("servers", fmt.Sprintf("%d operations name servers of their own; the base URL set for the source takes their calls too", b.ownServers))
 	}
 	disc.Warnings = b.warnings
 	return disc, nil
@@ -59,6 +63,9 @@ type document struct {
 	// swagger is the original Swagger 2.0 document when doc was converted
 	// from it (its host, basePath and schemes give the base URL).
 	swagger map[string]any
+	// swaggerOps are what the conversion loses of each operation, by
+	// subject ("POST /pets").
+	swaggerOps map[string]swaggerOp
 	// skipped are the operations the conversion had to leave out.
 	skipped []skipped
 }
@@ -97,7 +104,7 @@ func load(raw []byte) (document, error) {
 		if err != nil {
 			return document{}, err
 		}
-		return document{doc: converted, swagger: doc, skipped: left}, nil
+		return document{doc: converted, swagger: doc, swaggerOps: swaggerOperations(doc), skipped: left}, nil
 	}
 	return document{}, errors.New(`the document is not an OpenAPI description: it has neither an "openapi" nor a "swagger" version field`)
 }
@@ -127,11 +134,19 @@ func supported(version string) bool {
 
 // builder holds one build's state.
 type builder struct {
-	root     map[string]any
-	res      *resolver
-	exp      *expander
-	enc      encoder
-	warnings []sources.Warning
+	root map[string]any
+	res  *resolver
+	exp  *expander
+	enc  encoder
+	// swagger holds what Swagger 2.0's conversion loses, per operation.
+	swagger map[string]swaggerOp
+	// sourceURL is where the document came from; base is the source's
+	// base URL, overridden when the source sets it; ownServers counts
+	// the operations with servers of their own that an override takes.
+	sourceURL, base string
+	overridden      bool
+	ownServers      int
+	warnings        []sources.Warning
 	// firstSkip is the first operation left out, for the error when none
 	// is left.
 	firstSkip error
@@ -220,6 +235,10 @@ func (b *builder) operations() []operation {
 			}
 			own, _ := o.op["parameters"].([]any)
 			o.params = append(slices.Clip(common), own...)
+			o.servers = item["servers"]
+			if list, _ := o.op["servers"].([]any); len(list) > 0 {
+				o.servers = list
+			}
 			ops = append(ops, o)
 		}
 	}

@@ -449,7 +449,7 @@ func TestInputSchemaMergesParametersAndBody(t *testing.T) {
 			{"name": "id", "in": "path", "style": "simple", "explode": false, "required": true, "property": "id"},
 			{"name": "verbose", "in": "query", "style": "form", "explode": true, "required": false, "property": "verbose"},
 			{"name": "tags", "in": "query", "style": "pipeDelimited", "explode": false, "required": false, "property": "tags"},
-			{"name": "filter", "in": "query", "style": "form", "explode": true, "required": false, "property": "filter"},
+			{"name": "filter", "in": "query", "style": "form", "explode": true, "required": false, "property": "filter", "content_type": "application/json"},
 			{"name": "body", "in": "query", "style": "form", "explode": true, "required": false, "property": "body_query"},
 			{"name": "X-Trace", "in": "header", "style": "simple", "explode": false, "required": true, "property": "X-Trace"},
 			{"name": "id", "in": "header", "style": "simple", "explode": false, "required": false, "property": "id_header"},

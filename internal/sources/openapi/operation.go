@@ -16,18 +16,30 @@ import (
 
 // Ref is an OpenAPI tool's reference back to its operation ([sources.Tool.Ref]):
 // what the gateway needs to turn the tool's arguments into an HTTP request.
+// Fields added since the first version are optional, so that references
+// stored before them still decode and mean what they meant.
 type Ref struct {
 	OperationID string `json:"operation_id"`
 	// Method is upper case; Path is the template as the document writes it.
-	Method string     `json:"method"`
-	Path   string     `json:"path"`
-	Params []ParamRef `json:"params"`
+	Method string `json:"method"`
+	Path   string `json:"path"`
+	// BaseURL, when set, is where this operation's calls go instead of the
+	// source's base URL: the first of the servers its operation or path
+	// item declares (OpenAPI 3), absolute. It is empty when they declare
+	// none, name the document's own, or the source overrides its base URL.
+	BaseURL string     `json:"base_url,omitempty"`
+	Params  []ParamRef `json:"params"`
 	// Body is nil when the operation takes no request body.
 	Body *BodyRef `json:"body,omitempty"`
 }
 
 // ParamRef maps one parameter to the input property that carries it, with
 // its serialization (OpenAPI's defaults filled in).
+//
+// Style is one of OpenAPI's (simple, label, matrix, form, spaceDelimited,
+// pipeDelimited, deepObject), or tabDelimited for Swagger 2.0's tsv;
+// Swagger 2.0's path and header parameters may also be spaceDelimited,
+// pipeDelimited or tabDelimited (ssv, pipes and tsv).
 type ParamRef struct {
 	Name     string `json:"name"`
 	In       string `json:"in"`
@@ -35,6 +47,14 @@ type ParamRef struct {
 	Explode  bool   `json:"explode"`
 	Required bool   `json:"required"`
 	Property string `json:"property"`
+	// AllowReserved sends RFC 3986's reserved characters in a query
+	// parameter's value as they are.
+	AllowReserved bool `json:"allow_reserved,omitempty"`
+	// ContentType is set when the document describes the parameter with
+	// content rather than a schema: the value is serialized as this media
+	// type (JSON text for JSON) and the text escaped for the parameter's
+	// location; Style and Explode do not apply.
+	ContentType string `json:"content_type,omitempty"`
 }
 
 // BodyRef describes the request body, carried by the input property "body".
@@ -42,6 +62,37 @@ type BodyRef struct {
 	// ContentTypes lists the media types, the preferred one first.
 	ContentTypes []string `json:"content_types"`
 	Required     bool     `json:"required"`
+	// Binary reports that the body is a file's bytes (a string with format
+	// binary, or no schema, under a media type such as
+	// application/octet-stream or image/png): the argument is their
+	// base64 text, or a base64 data: URL, and the bytes are sent.
+	Binary bool `json:"binary,omitempty"`
+	// Fields says how the fields of a form body (multipart/form-data or
+	// application/x-www-form-urlencoded) are sent where the defaults do
+	// not hold: files, part media types, and the styles of the
+	// document's encoding object or of Swagger 2.0's collectionFormat.
+	Fields map[string]FieldRef `json:"fields,omitempty"`
+}
+
+// FieldRef is how one field of a form body is sent.
+type FieldRef struct {
+	// Binary reports a file (or, for an array, files): base64 text (or a
+	// base64 data: URL) in the arguments, sent as the decoded bytes, as a
+	// file part of a multipart body.
+	Binary bool `json:"binary,omitempty"`
+	// ContentType is the media type of the field's multipart part: the
+	// encoding's contentType, else the schema's contentMediaType.
+	ContentType string `json:"content_type,omitempty"`
+	// Style and Explode serialize the field's value as a query parameter
+	// of that style would be (form, spaceDelimited, pipeDelimited,
+	// tabDelimited, deepObject). An empty Style is the default: form,
+	// exploded, in an urlencoded body; one part per array item, and
+	// objects as JSON parts, in a multipart body.
+	Style   string `json:"style,omitempty"`
+	Explode bool   `json:"explode,omitempty"`
+	// AllowReserved leaves RFC 3986's reserved characters unescaped in an
+	// urlencoded body.
+	AllowReserved bool `json:"allow_reserved,omitempty"`
 }
 
 // bodyProperty is the input property that carries the request body.
@@ -56,6 +107,8 @@ type operation struct {
 	op           map[string]any
 	// params are the path item's and the operation's parameters.
 	params []any
+	// servers are the operation's servers, else its path item's.
+	servers any
 }
 
 // subject names an operation in warnings: "GET /pets/{petId}".
@@ -69,7 +122,7 @@ func (b *builder) tool(o operation) (sources.Tool, error) {
 	if err != nil {
 		return sources.Tool{}, err
 	}
-	ref := Ref{OperationID: str(o.op["operationId"]), Method: strings.ToUpper(o.method), Path: o.path, Params: []ParamRef{}}
+	ref := Ref{OperationID: str(o.op["operationId"]), Method: strings.ToUpper(o.method), Path: o.path, BaseURL: b.operationBaseURL(o), Params: []ParamRef{}}
 	input, err := b.input(o, params, &ref)
 	if err != nil {
 		return sources.Tool{}, err
@@ -248,7 +301,11 @@ func (b *builder) input(o operation, params []param, ref *Ref) (json.RawMessage,
 		if req {
 			required = append(required, prop)
 		}
-		ref.Params = append(ref.Params, paramRef(p, prop, req))
+		pr := paramRef(p, prop, req)
+		if st, ok := b.swagger[o.subject()].styles[[2]string{p.name, p.in}]; ok {
+			pr.Style, pr.Explode = st.name, st.explode
+		}
+		ref.Params = append(ref.Params, pr)
 	}
 	if body != nil {
 		props[bodyProperty] = body.schema
@@ -295,7 +352,14 @@ func paramRef(p param, prop string, required bool) ParamRef {
 	if !set {
 		explode = style == "form"
 	}
-	return ParamRef{Name: p.name, In: p.in, Style: style, Explode: explode, Required: required, Property: prop}
+	ref := ParamRef{Name: p.name, In: p.in, Style: style, Explode: explode, Required: required, Property: prop}
+	ref.AllowReserved = p.in == "query" && p.obj["allowReserved"] == true
+	if _, hasSchema := p.obj["schema"]; !hasSchema {
+		if content, ok := p.obj["content"].(map[string]any); ok {
+			ref.ContentType = preferredMediaType(content)
+		}
+	}
+	return ref
 }
 
 // paramSchema is a parameter's schema (from schema, or from its only media
@@ -338,42 +402,6 @@ func (b *builder) paramSchema(p param) (any, error) {
 	return m, nil
 }
 
-// body is the request body's input property and reference.
-type body struct {
-	schema any
-	ref    BodyRef
-}
-
-// requestBody reads the operation's request body, if any.
-func (b *builder) requestBody(o operation) (*body, error) {
-	raw, ok := o.op["requestBody"]
-	if !ok || raw == nil {
-		return nil, nil
-	}
-	obj, err := b.res.object(raw)
-	if err != nil {
-		return nil, fmt.Errorf("the request body: %w", err)
-	}
-	content, _ := obj["content"].(map[string]any)
-	types := mediaTypes(content)
-	var schema any = map[string]any{}
-	if len(types) > 0 {
-		if raw := mediaSchema(content[types[0]]); raw != nil {
-			if schema, err = b.exp.schema(raw); err != nil {
-				return nil, fmt.Errorf("the request body: %w", err)
-			}
-		}
-	}
-	if desc := strings.TrimSpace(str(obj["description"])); desc != "" {
-		if m, isMap := schema.(map[string]any); isMap {
-			m = maps.Clone(m)
-			m["description"] = desc
-			schema = m
-		}
-	}
-	return &body{schema: schema, ref: BodyRef{ContentTypes: types, Required: obj["required"] == true}}, nil
-}
-
 // mediaSchema returns a media type object's schema, or nil.
 func mediaSchema(mediaType any) any {
 	m, _ := mediaType.(map[string]any)
@@ -407,13 +435,13 @@ func preferredMediaType(content map[string]any) string {
 // mediaRank orders media types: application/json, other JSON (*+json),
 // forms, anything else.
 func mediaRank(mt string) int {
-	base := strings.ToLower(strings.TrimSpace(strings.SplitN(mt, ";", 2)[0]))
+	base := mediaBase(mt)
 	switch {
 	case base == "application/json":
 		return 0
-	case strings.HasSuffix(base, "+json") || strings.HasSuffix(base, "/json"):
+	case isJSONMedia(base):
 		return 1
-	case base == "application/x-www-form-urlencoded" || base == "multipart/form-data":
+	case base == formURLEncoded || base == multipartForm:
 		return 2
 	case base == "*/*" || base == "application/*":
 		return 3

@@ -235,6 +235,16 @@ func TestGitHub(t *testing.T) {
 	if body := create.Properties["body"]; body == nil || body["type"] != "object" || !cmp.Equal(create.Required, []string{"owner", "repo", "body"}) {
 		t.Errorf("pulls.create input %s", tools["pulls.create"].InputSchema)
 	}
+	// Release assets go to uploads.github.com, as raw bytes.
+	upload := tools["repos.upload_release_asset"]
+	diffJSON(t, "repos.upload_release_asset ref", upload.Ref, `{"operation_id": "repos/upload-release-asset", "method": "POST",
+		"path": "/repos/{owner}/{repo}/releases/{release_id}/assets", "base_url": "https://uploads.github.com", "params": [
+			{"name": "owner", "in": "path", "style": "simple", "explode": false, "required": true, "property": "owner"},
+			{"name": "repo", "in": "path", "style": "simple", "explode": false, "required": true, "property": "repo"},
+			{"name": "release_id", "in": "path", "style": "simple", "explode": false, "required": true, "property": "release_id"},
+			{"name": "name", "in": "query", "style": "form", "explode": true, "required": true, "property": "name"},
+			{"name": "label", "in": "query", "style": "form", "explode": true, "required": false, "property": "label"}
+		], "body": {"content_types": ["application/octet-stream"], "required": false, "binary": true}}`)
 	star := tools["activity.star_repo_for_authenticated_user"]
 	if star.DefaultApproval != sources.ApprovalRequired || !*star.Annotations.IdempotentHint || *star.Annotations.ReadOnlyHint {
 		t.Errorf("activity.star_repo_for_authenticated_user: %s %+v", star.DefaultApproval, star.Annotations)

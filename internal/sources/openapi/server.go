@@ -18,34 +18,66 @@ func (b *builder) baseURL(doc document, opts Options) string {
 	if base := strings.TrimSpace(opts.BaseURL); base != "" {
 		return strings.TrimRight(base, "/")
 	}
-	raw := firstServer(doc, opts.SourceURL)
+	raw := firstServer(doc.doc["servers"])
+	if doc.swagger != nil {
+		raw = swaggerServer(doc.swagger, opts.SourceURL)
+	}
 	if raw == "" {
 		b.warn("servers", "the document names no server: set a base URL for calls to work")
 		return ""
 	}
-	u, err := url.Parse(raw)
-	if err != nil {
-		b.warn("servers", fmt.Sprintf("the server URL %q is not a URL (%v): set a base URL for calls to work", raw, err))
+	base, problem := resolveServer(raw, opts.SourceURL)
+	if problem != "" {
+		b.warn("servers", problem+": set a base URL for calls to work")
+	}
+	return base
+}
+
+// operationBaseURL is the base URL an operation's own servers give (its
+// own, else its path item's), resolved as the document's are; "" when it
+// declares none or they come to the document's base URL. When the source
+// overrides the base URL, the override takes every call and the
+// operation's servers are only counted, for one warning.
+func (b *builder) operationBaseURL(o operation) string {
+	raw := firstServer(o.servers)
+	if raw == "" {
 		return ""
 	}
+	if b.overridden {
+		b.ownServers++
+		return ""
+	}
+	base, problem := resolveServer(raw, b.sourceURL)
+	if problem != "" {
+		b.warn(o.subject(), problem+": its calls go to the source's base URL")
+	}
+	if base == b.base {
+		return ""
+	}
+	return base
+}
+
+// resolveServer makes a server URL absolute against the document's own URL
+// and trims its trailing slashes; when it cannot, it says why.
+func resolveServer(raw, sourceURL string) (base, problem string) {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return "", fmt.Sprintf("the server URL %q is not a URL (%v)", raw, err)
+	}
 	if !u.IsAbs() {
-		src, err := url.Parse(opts.SourceURL)
-		if opts.SourceURL == "" || err != nil || !src.IsAbs() {
-			b.warn("servers", fmt.Sprintf("the server URL %q is relative and the document has no URL to resolve it against: set a base URL for calls to work", raw))
-			return ""
+		src, err := url.Parse(sourceURL)
+		if sourceURL == "" || err != nil || !src.IsAbs() {
+			return "", fmt.Sprintf("the server URL %q is relative and the document has no URL to resolve it against", raw)
 		}
 		u = src.ResolveReference(u)
 	}
-	return strings.TrimRight(u.String(), "/")
+	return strings.TrimRight(u.String(), "/"), ""
 }
 
-// firstServer is the first server URL with its variables at their
-// defaults, or Swagger 2.0's scheme://host/basePath.
-func firstServer(doc document, sourceURL string) string {
-	if doc.swagger != nil {
-		return swaggerServer(doc.swagger, sourceURL)
-	}
-	servers, _ := doc.doc["servers"].([]any)
+// firstServer is the URL of the first of a list of server objects, with
+// its variables at their defaults; "" for an empty list.
+func firstServer(list any) string {
+	servers, _ := list.([]any)
 	if len(servers) == 0 {
 		return ""
 	}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 
 	"github.com/getkin/kin-openapi/openapi2"
 	"github.com/getkin/kin-openapi/openapi2conv"
@@ -165,4 +166,149 @@ func (c brokenRefs) reason(ref string) error {
 		return err
 	}
 	return &refError{ref, "does not resolve"}
+}
+
+// swaggerOp is what converting a Swagger 2.0 operation to OpenAPI 3.0
+// loses and the builder puts back: kin-openapi keeps collectionFormat only
+// for query arrays that name one (csv, the default, is lost, and tsv has
+// no OpenAPI 3 style), and a formData body is never required.
+type swaggerOp struct {
+	// styles are the serializations of array parameters, by name and
+	// location.
+	styles map[[2]string]style
+	// form is set when the operation takes formData parameters.
+	form *swaggerForm
+}
+
+// style is the serialization of a parameter or a form field.
+type style struct {
+	name    string
+	explode bool
+}
+
+// swaggerForm is what an operation's formData parameters make of its body:
+// its media types, whether it is required (when a field is), and the
+// styles of its array fields.
+type swaggerForm struct {
+	types    []string
+	required bool
+	fields   map[string]style
+}
+
+// swaggerOperations reads, for each operation of a Swagger 2.0 document by
+// subject ("POST /pets"), what the conversion to 3.0 loses. Parameters are
+// the path item's and the operation's, the operation's winning.
+func swaggerOperations(doc map[string]any) map[string]swaggerOp {
+	res := newResolver(doc)
+	paths, _ := doc["paths"].(map[string]any)
+	out := map[string]swaggerOp{}
+	for path, raw := range paths {
+		item, err := res.object(raw)
+		if err != nil {
+			continue
+		}
+		common, _ := item["parameters"].([]any)
+		for _, method := range []string{"delete", "get", "head", "options", "patch", "post", "put"} {
+			op, ok := item[method].(map[string]any)
+			if !ok {
+				continue
+			}
+			own, _ := op["parameters"].([]any)
+			consumes, set := op["consumes"].([]any)
+			if !set {
+				consumes, _ = doc["consumes"].([]any)
+			}
+			if sw := swaggerOperation(res, append(slices.Clip(common), own...), consumes); sw.styles != nil || sw.form != nil {
+				out[operation{path: path, method: method}.subject()] = sw
+			}
+		}
+	}
+	return out
+}
+
+// swaggerOperation reads one operation's parameters.
+func swaggerOperation(res *resolver, params, consumes []any) swaggerOp {
+	merged := map[[2]string]map[string]any{}
+	for _, raw := range params {
+		if p, err := res.object(raw); err == nil {
+			merged[[2]string{str(p["name"]), str(p["in"])}] = p
+		}
+	}
+	var sw swaggerOp
+	var form *swaggerForm
+	file := false
+	for key, p := range merged {
+		name, in := key[0], key[1]
+		if in == "formData" {
+			if form == nil {
+				form = &swaggerForm{}
+			}
+			form.required = form.required || p["required"] == true
+			file = file || p["type"] == "file"
+		}
+		st, ok := collectionStyle(in, str(p["collectionFormat"]))
+		switch {
+		case !ok || p["type"] != "array":
+		case in == "formData":
+			if form.fields == nil {
+				form.fields = map[string]style{}
+			}
+			form.fields[name] = st
+		default:
+			if sw.styles == nil {
+				sw.styles = map[[2]string]style{}
+			}
+			sw.styles[key] = st
+		}
+	}
+	if form != nil {
+		form.types = formTypes(consumes, file)
+		sw.form = form
+	}
+	return sw
+}
+
+// collectionStyle is the style a collectionFormat stands for in a location:
+// csv (the default) is form without explode in a query or a form and
+// simple in a path or a header; multi, a repeated query parameter or form
+// field, is form with explode (elsewhere, where Swagger does not allow it,
+// it is taken as csv); ssv, tsv and pipes are delimited by a space, a tab
+// or a pipe.
+func collectionStyle(in, format string) (style, bool) {
+	switch format {
+	case "ssv":
+		return style{name: "spaceDelimited"}, true
+	case "tsv":
+		return style{name: "tabDelimited"}, true
+	case "pipes":
+		return style{name: "pipeDelimited"}, true
+	}
+	switch in {
+	case "query", "formData":
+		return style{name: "form", explode: format == "multi"}, true
+	case "path", "header":
+		return style{name: "simple"}, true
+	}
+	return style{}, false
+}
+
+// formTypes are a formData body's media types: the form types consumes
+// lists, multipart first when a field is a file; when it lists none,
+// multipart for a file and urlencoded otherwise.
+func formTypes(consumes []any, file bool) []string {
+	var types []string
+	for _, c := range consumes {
+		if ct := strings.TrimSpace(str(c)); mediaBase(ct) == formURLEncoded || mediaBase(ct) == multipartForm {
+			types = append(types, ct)
+		}
+	}
+	switch {
+	case len(types) == 0 && file:
+		return []string{multipartForm}
+	case len(types) == 0:
+		return []string{formURLEncoded}
+	case file:
+		return multipartFirst(types)
+	}
+	return types
 }
