@@ -47,13 +47,16 @@ func (b *builder) body(ref *openapi.BodyRef, arg any, rawFiles map[string]bool) 
 // encodeBody encodes v as the first of the operation's media types that
 // can carry it: JSON (application/json, */*+json) carries anything, a form
 // (urlencoded or multipart) an object, any other type a string as is. A
-// binary body takes a string as base64 and sends its bytes. When no type
-// can carry the value, one that is not a string is sent as JSON.
+// binary body takes only a string, base64, and sends its bytes. When no
+// type can carry the value, one that is not a string is sent as JSON.
 func encodeBody(ref *openapi.BodyRef, v any, rawFiles map[string]bool) (*encodedBody, error) {
 	types := ref.ContentTypes
 	s, isString := v.(string)
 	obj, isObject := v.(map[string]any)
-	if ref.Binary && isString {
+	if ref.Binary {
+		if !isString {
+			return nil, fmt.Errorf("the body is a file: give its bytes as base64 text, not %s", describe(v))
+		}
 		return fileBody(types, s)
 	}
 	for _, ct := range types {

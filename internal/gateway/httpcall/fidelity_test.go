@@ -324,6 +324,7 @@ func TestFileUploadsOnTheWire(t *testing.T) {
 	}{
 		{png, "not base64!", `the request body (argument "body"): a file is given as base64 text or a base64 data: URL, and this is neither`},
 		{png, "data:image/png,raw", `the request body (argument "body"): a data: URL for a file must be base64-encoded`},
+		{png, map[string]any{"a": 1.0}, `the request body (argument "body"): the body is a file: give its bytes as base64 text, not an object`},
 		{single, map[string]any{"documentFile": 5.0}, `the request body (argument "body"): field "documentFile": a file is given as base64 text, not a number`},
 		{single, map[string]any{"documentFile": "data:image/png;name=a\r\nX-Evil: 1;base64," + b64("x")}, `the request body (argument "body"): field "documentFile": the file name "a\r\nX-Evil: 1" contains a control character`},
 	} {
