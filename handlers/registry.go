@@ -227,6 +227,11 @@ func (s *Server) toolPage(c echo.Context) error {
 	if err != nil {
 		return err
 	}
+	return s.renderToolPage(c, http.StatusOK, t, s.tryItOf(c, t))
+}
+
+// renderToolPage renders a tool's page with its "Try it" section.
+func (s *Server) renderToolPage(c echo.Context, status int, t db.VisibleTool, try tools.TryIt) error {
 	m, err := s.meta(c, t.Path, "tools")
 	if err != nil {
 		return err
@@ -235,11 +240,11 @@ func (s *Server) toolPage(c echo.Context) error {
 		DefaultApproval: t.DefaultApproval, SourceName: t.SourceName, SourceURL: sourceURL(c, t.SourceID), SourceEnabled: t.SourceEnabled,
 		Type: t.SourceType, Inputs: schemaFields(t.InputSchema), InputJSON: indent(t.InputSchema),
 		Example: exampleCall(t.Path, t.InputSchema), Annotations: annotationLabels(t.Annotations),
-		CatalogURL: paths.WorkspaceSection(orgOf(c).Slug, workspaceOf(c).Slug, "tools")}
+		CatalogURL: paths.WorkspaceSection(orgOf(c).Slug, workspaceOf(c).Slug, "tools"), TryIt: try}
 	if db.Present(t.OutputSchema) {
 		p.Outputs, p.OutputJSON = schemaFields(t.OutputSchema), indent(t.OutputSchema)
 	}
-	return render(c, http.StatusOK, tools.Tool(p))
+	return render(c, status, tools.Tool(p))
 }
 
 func indent(raw json.RawMessage) string {

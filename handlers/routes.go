@@ -81,6 +81,7 @@ func (s *Server) routes(e *echo.Echo) {
 	ws.GET("/registry", s.registryFragment)
 	ws.GET("/tools", s.catalogPage)
 	ws.GET("/tools/:path", s.toolPage)
+	ws.POST("/tools/:path/try", s.tryTool, requireRole(auth.Member))
 	ws.POST("/sources/refresh-all", s.refreshAll, requireRole(auth.Admin))
 	ws.GET("/sources", s.sourcesPage)
 	ws.GET("/sources/new", s.newSourcePage, requireRole(auth.Admin))

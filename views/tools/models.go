@@ -63,6 +63,7 @@ type ToolPage struct {
 	Example         string
 	Annotations     []string
 	CatalogURL      string
+	TryIt           TryIt
 }
 
 // Field is one row of a schema table.
