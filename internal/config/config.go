@@ -125,7 +125,7 @@ var Vars = []Var{
 	{"TOOLGATE_TRUST_PROXY_HEADERS", "false", "Take the client address from X-Forwarded-For (only behind a proxy you run)."},
 	{"TOOLGATE_DEMO", "false", "Seed the demo organization Acme with workspace Default and an owner account."},
 	{"TOOLGATE_ALLOW_STDIO", "true on the embedded default, else false", "Allow MCP sources that run a command on this server (stdio transport)."},
-	{"TOOLGATE_ALLOW_PRIVATE_NETWORKS", "false", "Let outbound requests (spec URLs, GraphQL and MCP endpoints) reach private and loopback addresses; cloud metadata addresses stay refused."},
+	{"TOOLGATE_ALLOW_PRIVATE_NETWORKS", "true with TOOLGATE_DEMO, else false", "Let outbound requests (spec URLs, GraphQL and MCP endpoints) reach private and loopback addresses; cloud metadata addresses stay refused. The demo allows them: its source is toolgate's own API."},
 	{"TOOLGATE_OUTBOUND_TIMEOUT", "20s", "Time limit of each outbound request: fetching a spec, introspecting GraphQL, reaching a remote MCP server."},
 	{"TOOLGATE_MAX_RESULT_BYTES", "1048576", "Largest upstream answer a tool call returns to an agent; a longer one is cut and says so."},
 	{"TOOLGATE_MCP_ALLOWED_HOSTS", "(base URL host, localhost)", "Comma-separated Host values the MCP endpoint answers (host or host:port), against DNS rebinding. The base URL's host is always allowed; so are localhost, 127.0.0.1 and [::1] when the base URL is on loopback."},
@@ -189,7 +189,7 @@ func Load(getenv func(string) string) (Config, error) {
 		}
 	}
 	c.AllowStdio = r.boolean("TOOLGATE_ALLOW_STDIO", c.DatabaseURL == "")
-	c.AllowPrivateNetworks = r.boolean("TOOLGATE_ALLOW_PRIVATE_NETWORKS", false)
+	c.AllowPrivateNetworks = r.boolean("TOOLGATE_ALLOW_PRIVATE_NETWORKS", c.Demo)
 	c.OutboundTimeout = r.duration("TOOLGATE_OUTBOUND_TIMEOUT", 20*time.Second)
 	c.MaxResultBytes = int64(r.integer("TOOLGATE_MAX_RESULT_BYTES", 1<<20, 1<<10, 1<<30))
 	c.MCPAllowedHosts = r.list("TOOLGATE_MCP_ALLOWED_HOSTS", checkHost)

@@ -136,6 +136,10 @@ func TestLoad(t *testing.T) {
 			want: with(func(l *loaded) { l.DatabaseURL = pg })},
 		{name: "embedded with stdio refused", env: map[string]string{"TOOLGATE_ALLOW_STDIO": "false"},
 			want: with(func(l *loaded) { l.AllowStdio = false })},
+		{name: "demo reaches loopback", env: map[string]string{"TOOLGATE_DEMO": "true"},
+			want: with(func(l *loaded) { l.Demo, l.AllowPrivateNetworks = true, true })},
+		{name: "demo with private networks refused", env: map[string]string{"TOOLGATE_DEMO": "true", "TOOLGATE_ALLOW_PRIVATE_NETWORKS": "false"},
+			want: with(func(l *loaded) { l.Demo = true })},
 		{name: "worker settings", env: map[string]string{"TOOLGATE_MEILI_INDEX": "tools_staging-2", "TOOLGATE_REFRESH_INTERVAL": "90m",
 			"TOOLGATE_RECONCILE_INTERVAL": "30s", "TOOLGATE_WORKER_CONCURRENCY": "16", "TOOLGATE_JOB_TIMEOUT": "2m"},
 			want: with(func(l *loaded) {
