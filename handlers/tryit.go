@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"reflect"
 	"strings"
 	"time"
 
@@ -134,6 +135,13 @@ func tryResult(res *mcp.CallToolResult, took time.Duration) *tools.TryResult {
 			r.Structured = string(b)
 		}
 	}
+	// An upstream's JSON answer often comes twice, as text and as the
+	// structured result: show it once.
+	for _, c := range r.Content {
+		if c.Kind == tools.ContentJSON && sameJSON(c.Text, r.Structured) {
+			r.Structured = ""
+		}
+	}
 	return r
 }
 
@@ -180,6 +188,15 @@ func prettyJSON(text string) (string, bool) {
 		return "", false
 	}
 	return b.String(), true
+}
+
+// sameJSON reports whether two JSON texts hold the same value.
+func sameJSON(a, b string) bool {
+	var x, y any
+	if json.Unmarshal([]byte(a), &x) != nil || json.Unmarshal([]byte(b), &y) != nil {
+		return false
+	}
+	return reflect.DeepEqual(x, y)
 }
 
 func byteSize(n int) string {

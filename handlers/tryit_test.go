@@ -120,6 +120,9 @@ func TestTryIt(t *testing.T) {
 		!regexp.MustCompile(`data-testid="try-duration">in [0-9.]+[µm]?s<`).MatchString(res.body) {
 		t.Fatalf("call: %d %s", res.status, excerpt(res.body))
 	}
+	if strings.Contains(res.body, `data-testid="try-structured"`) {
+		t.Errorf("the JSON answer is shown twice: %s", excerpt(res.body))
+	}
 	if got := pets.calls(); len(got) != 1 || got[0] != "/pets/7?verbose=true" {
 		t.Fatalf("upstream was asked %v", got)
 	}
