@@ -38,6 +38,7 @@ type ToolCall struct {
 	WorkspaceID    int64           `db:"workspace_id"`
 	KeyID          *int64          `db:"key_id"`
 	KeyName        *string         `db:"key_name"`
+	KeyRevoked     bool            `db:"key_revoked"`
 	UserID         *int64          `db:"user_id"`
 	UserEmail      *string         `db:"user_email"`
 	UserName       *string         `db:"user_name"`
@@ -91,7 +92,7 @@ type ToolCallKey struct {
 	Revoked bool   `db:"revoked"`
 }
 
-const toolCallSelect = `SELECT t.id, t.org_id, t.workspace_id, t.key_id, k.name AS key_name, t.user_id,
+const toolCallSelect = `SELECT t.id, t.org_id, t.workspace_id, t.key_id, k.name AS key_name, k.revoked_at IS NOT NULL AS key_revoked, t.user_id,
 	u.email AS user_email, u.name AS user_name, t.via, t.tool, t.source_id, t.arguments, t.outcome, t.error,
 	t.upstream_status, t.started_at, t.duration_us
 	FROM tool_calls t

@@ -108,6 +108,9 @@ func (s *Server) routes(e *echo.Echo) {
 	ws.GET("/api-keys", s.apiKeysPage)
 	ws.POST("/api-keys", s.createAPIKey, requireRole(auth.Member))
 	ws.POST("/api-keys/:id/revoke", s.revokeAPIKey, requireRole(auth.Member))
+	// Activity: every member of the organization, viewers too.
+	ws.GET("/activity", s.activityPage)
+	ws.GET("/activity/:id", s.activityCallPage)
 	// Connect an agent: anyone sees the snippets; members and above make a key there.
 	ws.GET("/connect", s.connectPage)
 	ws.POST("/connect", s.createConnectKey, requireRole(auth.Member))
@@ -170,6 +173,9 @@ func (s *Server) routes(e *echo.Echo) {
 	apiWS.GET("/api-keys", s.apiAPIKeys)
 	apiWS.POST("/api-keys", s.apiCreateAPIKey, requireRole(auth.Member))
 	apiWS.DELETE("/api-keys/:id", s.apiRevokeAPIKey, requireRole(auth.Member))
+	// Activity: as on the console.
+	apiWS.GET("/activity", s.apiActivity)
+	apiWS.GET("/activity/:id", s.apiActivityCall)
 }
 
 // apiSourceRoutes are the routes of one source, in a workspace or the organization.

@@ -71,7 +71,7 @@ var Sections = []Section{
 	{Key: "credentials", Label: "Credentials", Ready: true},
 	{Key: "policies", Label: "Policies"},
 	{Key: "approvals", Label: "Approvals"},
-	{Key: "activity", Label: "Activity"},
+	{Key: "activity", Label: "Activity", Ready: true},
 	{Key: "api-keys", Label: "API keys", Ready: true},
 	{Key: "connect", Label: "Connect an agent", Ready: true},
 }
