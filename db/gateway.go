@@ -3,7 +3,10 @@ package db
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"time"
+
+	"github.com/jackc/pgx/v5"
 )
 
 // CallTool is a tool as a call needs it: the tool, what its source says
@@ -87,11 +90,23 @@ const callTool = `WITH visible AS (
 // CallTool finds, in one round trip, a tool a workspace sees by its path
 // or one of its aliases, with its source and the credential a call by
 // userID uses. A tool of a disabled source is returned (SourceEnabled
-// false) so the caller can say so; ErrNotFound when nothing matches.
+// false) so the caller can say so; ErrNotFound when nothing matches. It
+// runs on every tool call, so it goes through pgx itself (a cached
+// prepared statement, no reflection).
 func (s *Store) CallTool(ctx context.Context, orgID, workspaceID, userID int64, path string) (CallTool, error) {
 	var t CallTool
-	err := s.db.GetContext(ctx, &t, callTool, orgID, workspaceID, path, userID)
-	return t, translate(err)
+	var aliases, params []string
+	err := s.pool.QueryRow(ctx, callTool, orgID, workspaceID, path, userID).Scan(
+		&t.SourceID, &t.Path, &t.Name, &aliases, &t.Title, &t.Description, (*[]byte)(&t.InputSchema),
+		(*[]byte)(&t.OutputSchema), (*[]byte)(&t.Annotations), &t.DefaultApproval, (*[]byte)(&t.Ref), &params, &t.DocHash,
+		&t.SourceName, &t.SourceSlug, &t.SourceType, &t.SourceScope, &t.SourceEnabled,
+		&t.SourceWorkspaceID, &t.SourceConfigVersion, (*[]byte)(&t.SourceConfig), &t.SourceBaseURL, &t.SourceGeneration, &t.SourceUpdatedAt,
+		&t.CredentialID, &t.CredentialScope, &t.CredentialAuth, &t.CredentialKeyID, &t.CredentialNonce, &t.CredentialSealed, &t.CredentialUpdatedAt)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return CallTool{}, ErrNotFound
+	}
+	t.Aliases, t.Params = aliases, params
+	return t, err
 }
 
 // WorkspaceTools lists every tool of the enabled sources a workspace sees

@@ -46,7 +46,7 @@ func (g *Gateway) Call(ctx context.Context, c Caller, path string, args json.Raw
 // call is Call without the recording; it fills rec as it learns.
 func (g *Gateway) call(ctx context.Context, c Caller, path string, args json.RawMessage, progress Progress, rec *audit.Call) (*mcp.CallToolResult, error) {
 	// 1. Resolve the path, with the source and the credential, in one query.
-	t, err := g.opts.Store.CallTool(ctx, c.OrgID, c.WorkspaceID, c.UserID, path)
+	t, err := g.callTool(ctx, c, path)
 	if errors.Is(err, db.ErrNotFound) || err == nil && !t.SourceEnabled {
 		nf := g.notFound(ctx, c, path)
 		rec.Outcome, rec.Error = audit.OutcomeNotFound, nf.Error()

@@ -138,6 +138,7 @@ type Gateway struct {
 	tools   cache[toolKey, *toolPlan]
 	auths   cache[string, *authEntry]
 	touches touches
+	lookups lookups
 }
 
 // New builds a gateway; Close stops its upstream sessions.
@@ -155,9 +156,11 @@ func New(o Options) *Gateway {
 		client: netguard.NewClient(netguard.Options{AllowPrivate: o.AllowPrivateNetworks, Timeout: -1}),
 		stream: netguard.NewClient(netguard.Options{AllowPrivate: o.AllowPrivateNetworks, Timeout: -1}),
 	}
-	if t, ok := g.client.Transport.(*http.Transport); ok {
-		// Many agents call one upstream at once: keep their connections.
-		t.MaxIdleConnsPerHost = 64
+	for _, c := range []*http.Client{g.client, g.stream} {
+		if t, ok := c.Transport.(*http.Transport); ok {
+			// Many agents call one upstream at once: keep their connections.
+			t.MaxIdleConnsPerHost = 64
+		}
 	}
 	if o.Pool.HTTPClient == nil {
 		o.Pool.HTTPClient = func() *http.Client { return g.stream }
@@ -168,6 +171,7 @@ func New(o Options) *Gateway {
 	g.opts = o
 	g.pool = mcppool.New(o.Pool)
 	g.touches.seen = map[string]time.Time{}
+	g.lookups.running, g.lookups.next = map[lookupKey]*lookup{}, map[lookupKey]*lookup{}
 	return g
 }
 
