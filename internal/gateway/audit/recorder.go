@@ -26,11 +26,11 @@ type Options struct {
 	// FlushInterval is the longest a row waits for its batch to fill;
 	// default 200 ms.
 	FlushInterval time.Duration
-	// MaxQueued is how many rows the recorder holds while the database is
-	// slow or down; rows beyond it are dropped, counted and logged.
-	// Default 100 000 (at most about 1.2 GiB of capped rows, typically far
-	// less).
-	MaxQueued int
+	// MaxQueued and MaxQueuedBytes bound what the recorder holds while the
+	// database is slow or down; rows beyond either are dropped, counted and
+	// logged. Defaults 100 000 rows and 256 MiB.
+	MaxQueued      int
+	MaxQueuedBytes int
 	// WriteTimeout bounds one insert; default 15 s.
 	WriteTimeout time.Duration
 	// MinBackoff and MaxBackoff space the retries of a failed insert;
@@ -49,6 +49,9 @@ func (o Options) withDefaults() Options {
 	if o.MaxQueued <= 0 {
 		o.MaxQueued = 100_000
 	}
+	if o.MaxQueuedBytes <= 0 {
+		o.MaxQueuedBytes = 256 << 20
+	}
 	if o.WriteTimeout <= 0 {
 		o.WriteTimeout = 15 * time.Second
 	}
@@ -66,8 +69,10 @@ func (o Options) withDefaults() Options {
 
 // Stats are a recorder's counters since it started.
 type Stats struct {
-	// Queued rows wait for, or are in, an insert.
-	Queued int
+	// Queued rows wait for, or are in, an insert; QueuedBytes is about the
+	// memory they hold.
+	Queued      int
+	QueuedBytes int
 	// Written rows are in the database.
 	Written int64
 	// Dropped rows were refused: beyond MaxQueued, recorded after Close,
@@ -86,7 +91,7 @@ type Stats struct {
 // a mutex and returns. The writer inserts up to BatchSize rows at a time,
 // at most FlushInterval after the first of them arrived; when an insert
 // fails it keeps the rows and retries with exponential backoff, holding up
-// to MaxQueued rows. [Recorder.Close] writes what is left.
+// to MaxQueued rows and MaxQueuedBytes. [Recorder.Close] writes what is left.
 type Recorder struct {
 	store Store
 	opts  Options
@@ -95,8 +100,10 @@ type Recorder struct {
 	mu       sync.Mutex
 	queue    []db.NewToolCall
 	inflight int
-	closed   bool
-	stats    Stats
+	// held is the size of the queued and in-flight rows.
+	held   int
+	closed bool
+	stats  Stats
 	// logged is Dropped when last logged, at lastLogAt.
 	logged    int64
 	lastLogAt time.Time
@@ -124,13 +131,15 @@ func New(store Store, o Options) *Recorder {
 // are capped here (see [Cap]); the gateway has already redacted them.
 func (r *Recorder) Record(c Call) {
 	row := toRow(c)
+	size := rowSize(row)
 	r.mu.Lock()
-	if r.closed || len(r.queue)+r.inflight >= r.opts.MaxQueued {
+	if r.closed || len(r.queue)+r.inflight >= r.opts.MaxQueued || r.held+size > r.opts.MaxQueuedBytes {
 		r.stats.Dropped++
 		r.mu.Unlock()
 		return
 	}
 	r.queue = append(r.queue, row)
+	r.held += size
 	n := len(r.queue)
 	r.mu.Unlock()
 	if n == 1 || n >= r.opts.BatchSize {
@@ -146,7 +155,7 @@ func (r *Recorder) Stats() Stats {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	s := r.stats
-	s.Queued = len(r.queue) + r.inflight
+	s.Queued, s.QueuedBytes = len(r.queue)+r.inflight, r.held
 	return s
 }
 
@@ -169,7 +178,7 @@ func (r *Recorder) Close(ctx context.Context) error {
 	r.mu.Lock()
 	lost := len(r.queue)
 	r.stats.Dropped += int64(lost)
-	r.queue = nil
+	r.queue, r.held = nil, 0
 	r.mu.Unlock()
 	r.logDrops(true)
 	if lost == 0 {
@@ -248,6 +257,10 @@ func (r *Recorder) flush() bool {
 		rest, err := r.write(batch)
 		r.mu.Lock()
 		r.inflight = 0
+		// rest is the end of batch: what went before is written or dropped.
+		for _, row := range batch[:len(batch)-len(rest)] {
+			r.held -= rowSize(row)
+		}
 		if err != nil {
 			r.queue = append(rest, r.queue...)
 			r.stats.Failures++
@@ -311,6 +324,11 @@ func (r *Recorder) write(batch []db.NewToolCall) ([]db.NewToolCall, error) {
 	return nil, nil
 }
 
+// rowSize is about how much memory a queued row holds.
+func rowSize(row db.NewToolCall) int {
+	return 160 + len(row.Arguments) + len(row.Error) + len(row.Tool) + len(row.Via) + len(row.SourceID)
+}
+
 func (r *Recorder) insert(rows []db.NewToolCall) (int64, error) {
 	ctx, cancel := context.WithTimeout(r.ctx, r.opts.WriteTimeout)
 	defer cancel()
@@ -368,7 +386,7 @@ func (r *Recorder) logDrops(final bool) {
 	r.logged = dropped
 	r.lastLogAt = time.Now()
 	r.mu.Unlock()
-	r.log.Warn("audit rows dropped", "dropped", since, "dropped_total", dropped, "queued", queued, "max_queued", r.opts.MaxQueued)
+	r.log.Warn("audit rows dropped", "dropped", since, "dropped_total", dropped, "queued", queued, "max_queued", r.opts.MaxQueued, "max_queued_bytes", r.opts.MaxQueuedBytes)
 }
 
 // safeError describes a write error for the log without the rows' data:

@@ -240,9 +240,21 @@ func TestRecorderHoldsRowsWhileTheDatabaseIsDown(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "100 rows not written") {
 		t.Fatalf("close while down: %v", err)
 	}
-	if s := r.Stats(); s.Queued != 0 || s.Dropped != 150 {
+	if s := r.Stats(); s.Queued != 0 || s.QueuedBytes != 0 || s.Dropped != 150 {
 		t.Fatalf("after close: %+v", s)
 	}
+
+	// The memory held is bounded too.
+	small := audit.New(down, audit.Options{MaxQueuedBytes: 4 << 10, MinBackoff: time.Hour, Logger: log})
+	for i := range 100 {
+		small.Record(tn.call(i))
+	}
+	if s := small.Stats(); s.Queued == 0 || s.Dropped == 0 || s.Queued+int(s.Dropped) != 100 || s.QueuedBytes > 4<<10 {
+		t.Fatalf("bounded by bytes: %+v", s)
+	}
+	ctx2, cancel2 := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	defer cancel2()
+	_ = small.Close(ctx2)
 	mu.Lock()
 	out := logs.String()
 	mu.Unlock()
