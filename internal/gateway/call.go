@@ -79,7 +79,9 @@ func (g *Gateway) call(ctx context.Context, c Caller, path string, args json.Raw
 		rec.Arguments = notJSON(args)
 		return nil, g.invalid(rec, t.Path, []string{"(arguments): not JSON: " + err.Error()})
 	}
-	rec.Arguments = redactArguments(args, v, auth)
+	if g.opts.Recorder != nil {
+		rec.Arguments = redactArguments(args, v, auth)
+	}
 	obj, ok := v.(map[string]any)
 	if !ok {
 		return nil, g.invalid(rec, t.Path, []string{fmt.Sprintf("(arguments): must be an object, not %s", jsonKind(v))})

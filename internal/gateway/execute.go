@@ -303,7 +303,11 @@ func (x *exec) shapeMCP(res *mcp.CallToolResult) *mcp.CallToolResult {
 			}
 		}
 	}
-	if total <= limit && x.auth.Empty() {
+	var structured []byte
+	if res.StructuredContent != nil {
+		structured, _ = json.Marshal(res.StructuredContent)
+	}
+	if total <= limit && int64(len(structured)) <= limit && x.auth.Empty() {
 		return res
 	}
 	out := *res
@@ -344,13 +348,16 @@ func (x *exec) shapeMCP(res *mcp.CallToolResult) *mcp.CallToolResult {
 			out.Content = append(out.Content, c)
 		}
 	}
-	if out.StructuredContent != nil && !x.auth.Empty() {
-		if b, err := json.Marshal(out.StructuredContent); err == nil {
-			if s := x.auth.Redact(string(b)); s != string(b) {
-				out.StructuredContent = nil
-				if json.Valid([]byte(s)) {
-					out.StructuredContent = json.RawMessage(s)
-				}
+	switch {
+	case int64(len(structured)) > limit:
+		// Structured content cannot be cut and stay valid: it is left out.
+		out.StructuredContent = nil
+		out.Content = append(out.Content, &mcp.TextContent{Text: fmt.Sprintf("[structured content of %d bytes left out: over the %d-byte result limit]", len(structured), limit)})
+	case structured != nil && !x.auth.Empty():
+		if s := x.auth.Redact(string(structured)); s != string(structured) {
+			out.StructuredContent = nil
+			if json.Valid([]byte(s)) {
+				out.StructuredContent = json.RawMessage(s)
 			}
 		}
 	}

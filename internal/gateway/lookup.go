@@ -28,6 +28,9 @@ func (g *Gateway) Search(ctx context.Context, c Caller, text string, limit int, 
 	case limit > MaxSearchLimit:
 		limit = MaxSearchLimit
 	}
+	if g.opts.Index == nil {
+		return nil, errors.New("search tools: the gateway has no search index")
+	}
 	res, err := g.opts.Index.Search(ctx, search.Query{OrgID: c.OrgID, WorkspaceID: c.WorkspaceID, Text: text,
 		SourceID: sourceID, Limit: limit})
 	if err != nil {

@@ -236,6 +236,8 @@ func describeGoType(kind string) string {
 		return "an object"
 	case "bool":
 		return "true or false"
+	case "int":
+		return "a whole number"
 	}
 	return "a " + kind
 }
