@@ -211,7 +211,7 @@ func run(ctx context.Context, o options) (err error) {
 		return err
 	}
 
-	b := &bench{o: o, tg: tg, seed: seed, tools: tools, mcpURL: mcpUp.URL + "/mcp", apiURL: apiUp.URL,
+	b := &bench{o: o, tg: tg, pg: clusterOf(ctx, store), seed: seed, tools: tools, mcpURL: mcpUp.URL + "/mcp", apiURL: apiUp.URL,
 		client: &http.Client{Transport: newTransport()}}
 	b.preflight(ctx)
 	b.loadBefore = loadAverage()
@@ -260,6 +260,7 @@ func scenarioKeys() []string {
 type bench struct {
 	o      options
 	tg     *toolgate
+	pg     postgres
 	seed   seeded
 	tools  map[string]string // upstream ("MCP", "OpenAPI") -> tool path
 	mcpURL string
@@ -448,17 +449,22 @@ type runResult struct {
 	firstErr      string
 	elapsed       time.Duration
 	p50, p99      time.Duration
-	// cpu is toolgate's user+system time over the run.
-	cpu time.Duration
+	// cpu is toolgate's user+system time over the run, pgCPU the
+	// PostgreSQL cluster's (every backend and the postmaster).
+	cpu, pgCPU time.Duration
 }
 
 func (r runResult) perSecond() float64 { return float64(r.calls) / r.elapsed.Seconds() }
 
-func (r runResult) cpuPerCall() time.Duration {
+func (r runResult) cpuPerCall() time.Duration { return r.perCall(r.cpu) }
+
+func (r runResult) pgCPUPerCall() time.Duration { return r.perCall(r.pgCPU) }
+
+func (r runResult) perCall(d time.Duration) time.Duration {
 	if r.calls+r.errors == 0 {
 		return 0
 	}
-	return r.cpu / time.Duration(r.calls+r.errors)
+	return d / time.Duration(r.calls+r.errors)
 }
 
 type runKey struct {
@@ -484,8 +490,8 @@ func (b *bench) measureAll(ctx context.Context) (map[runKey][]runResult, error) 
 				if r.errors > 0 {
 					status = fmt.Sprintf("  %d ERRORS, first: %s", r.errors, r.firstErr)
 				}
-				fmt.Printf("round %d  %3d sessions  %-28s %9.0f calls/s  p50 %8s  p99 %8s  toolgate CPU/call %8s%s\n",
-					round, n, s.name(), r.perSecond(), fmtDur(r.p50), fmtDur(r.p99), fmtDur(r.cpuPerCall()), status)
+				fmt.Printf("round %d  %3d sessions  %-28s %9.0f calls/s  p50 %8s  p99 %8s  CPU/call toolgate %8s  PostgreSQL %8s%s\n",
+					round, n, s.name(), r.perSecond(), fmtDur(r.p50), fmtDur(r.p99), fmtDur(r.cpuPerCall()), fmtDur(r.pgCPUPerCall()), status)
 			}
 		}
 	}
@@ -553,9 +559,9 @@ func (b *bench) measure(ctx context.Context, s scenario, n int) runResult {
 		}(&workers[i], callers[i])
 	}
 	time.Sleep(time.Until(start))
-	cpu0 := b.tg.cpu()
+	cpu0, pg0 := b.tg.cpu(), b.pg.cpu()
 	wg.Wait()
-	r := runResult{elapsed: time.Since(start), cpu: b.tg.cpu() - cpu0}
+	r := runResult{elapsed: time.Since(start), cpu: b.tg.cpu() - cpu0, pgCPU: b.pg.cpu() - pg0}
 
 	var lat []time.Duration
 	for _, w := range workers {
@@ -586,6 +592,7 @@ func percentile(sorted []time.Duration, p float64) time.Duration {
 type summary struct {
 	perSecond     float64
 	p50, p99, cpu time.Duration
+	pgCPU         time.Duration
 	errors        int
 	rounds        int
 }
@@ -593,13 +600,14 @@ type summary struct {
 func summarize(runs []runResult) summary {
 	s := summary{rounds: len(runs)}
 	var rate []float64
-	var p50, p99, cpu []time.Duration
+	var p50, p99, cpu, pg []time.Duration
 	for _, r := range runs {
 		rate = append(rate, r.perSecond())
 		p50, p99, cpu = append(p50, r.p50), append(p99, r.p99), append(cpu, r.cpuPerCall())
+		pg = append(pg, r.pgCPUPerCall())
 		s.errors += r.errors
 	}
-	s.perSecond, s.p50, s.p99, s.cpu = median(rate), median(p50), median(p99), median(cpu)
+	s.perSecond, s.p50, s.p99, s.cpu, s.pgCPU = median(rate), median(p50), median(p99), median(cpu), median(pg)
 	return s
 }
 
@@ -624,9 +632,10 @@ func (b *bench) report(results map[runKey][]runResult) {
 	fmt.Printf("machine: %s, %d cores, %s; toolgate pid %d shares them with this process (clients and upstreams), PostgreSQL and Meilisearch\n",
 		cpuModel(), runtime.NumCPU(), runtime.Version(), b.tg.cmd.Process.Pid)
 	fmt.Printf("load average (1, 5, 15 min) before the runs %s, after %s\n", b.loadBefore, b.loadAfter)
-	fmt.Printf("medians over %d rounds of %s (after %s warm-up); toolgate CPU is user+system of its process per call (on direct runs: its idle background)\n\n",
-		b.o.rounds, b.o.duration, b.o.warmup)
-	fmt.Printf("%-8s  %-28s  %10s  %9s  %9s  %17s  %9s  %6s\n", "sessions", "scenario", "calls/s", "p50", "p99", "toolgate CPU/call", "vs direct", "errors")
+	fmt.Printf("medians over %d rounds of %s (after %s warm-up); CPU is user+system per call of the toolgate process and, apart, of the\n"+
+		"PostgreSQL cluster (%s); on direct runs both are their idle background\n\n", b.o.rounds, b.o.duration, b.o.warmup, b.pg)
+	fmt.Printf("%-8s  %-28s  %10s  %9s  %9s  %17s  %15s  %9s  %6s\n", "sessions", "scenario", "calls/s", "p50", "p99",
+		"toolgate CPU/call", "PostgreSQL CPU", "vs direct", "errors")
 	type verdict struct {
 		name  string
 		share float64
@@ -658,8 +667,8 @@ func (b *bench) report(results map[runKey][]runResult) {
 			if sum.errors > 0 {
 				errs += " (!)"
 			}
-			fmt.Printf("%-8d  %-28s  %10.0f  %9s  %9s  %17s  %9s  %6s\n", n, s.name(), sum.perSecond,
-				fmtDur(sum.p50), fmtDur(sum.p99), fmtDur(sum.cpu), share, errs)
+			fmt.Printf("%-8d  %-28s  %10.0f  %9s  %9s  %17s  %15s  %9s  %6s\n", n, s.name(), sum.perSecond,
+				fmtDur(sum.p50), fmtDur(sum.p99), fmtDur(sum.cpu), fmtDur(sum.pgCPU), share, errs)
 		}
 	}
 	if len(verdicts) == 0 {
@@ -962,23 +971,78 @@ func (t *toolgate) waitReady(ctx context.Context, limit time.Duration) error {
 
 // cpu is the process's user and system time so far, all threads included.
 func (t *toolgate) cpu() time.Duration {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", t.cmd.Process.Pid))
+	own, _, _ := procTimes(t.cmd.Process.Pid)
+	return own
+}
+
+// procTimes reads /proc/<pid>/stat: the process's user+system time, that of
+// its waited-for children, and its parent's pid.
+func procTimes(pid int) (own, children time.Duration, ppid int) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
 	if err != nil {
-		return 0
+		return 0, 0, 0
 	}
 	// The fields after the command name, which may hold spaces, start at
-	// field 3 (state); utime and stime are fields 14 and 15.
+	// field 3 (state): ppid is field 4, utime, stime, cutime and cstime
+	// fields 14 to 17.
 	i := bytes.LastIndexByte(b, ')')
 	if i < 0 {
-		return 0
+		return 0, 0, 0
 	}
 	f := strings.Fields(string(b[i+1:]))
-	if len(f) < 13 {
+	if len(f) < 15 {
+		return 0, 0, 0
+	}
+	tick := func(s string) time.Duration {
+		n, _ := strconv.ParseInt(s, 10, 64)
+		return time.Duration(n) * time.Second / userHZ
+	}
+	ppid, _ = strconv.Atoi(f[1])
+	return tick(f[11]) + tick(f[12]), tick(f[13]) + tick(f[14]), ppid
+}
+
+// postgres is the PostgreSQL cluster the benchmark's database lives in,
+// by its postmaster's pid; 0 when it is not a process on this machine.
+type postgres int
+
+// clusterOf finds the postmaster: the parent of a backend serving store.
+func clusterOf(ctx context.Context, store *db.Store) postgres {
+	var backend int
+	if err := store.Pool().QueryRow(ctx, `SELECT pg_backend_pid()`).Scan(&backend); err != nil {
 		return 0
 	}
-	utime, _ := strconv.ParseInt(f[11], 10, 64)
-	stime, _ := strconv.ParseInt(f[12], 10, 64)
-	return time.Duration(utime+stime) * time.Second / userHZ
+	if _, _, ppid := procTimes(backend); ppid > 1 {
+		return postgres(ppid)
+	}
+	return 0
+}
+
+func (p postgres) String() string {
+	if p == 0 {
+		return "not on this machine: not measured"
+	}
+	return fmt.Sprintf("postmaster pid %d, all its processes", int(p))
+}
+
+// cpu is the cluster's user and system time so far: the postmaster's, its
+// exited backends' and its live ones'.
+func (p postgres) cpu() time.Duration {
+	if p == 0 {
+		return 0
+	}
+	own, children, _ := procTimes(int(p))
+	total := own + children
+	entries, _ := os.ReadDir("/proc")
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		if own, _, ppid := procTimes(pid); ppid == int(p) {
+			total += own
+		}
+	}
+	return total
 }
 
 // stop sends SIGTERM and waits for a clean exit; past the limit it kills.
