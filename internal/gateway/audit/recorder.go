@@ -128,7 +128,8 @@ func New(store Store, o Options) *Recorder {
 }
 
 // Record queues one call's row and returns at once. Its Arguments and Error
-// are capped here (see [Cap]); the gateway has already redacted them.
+// are capped here ([CapArguments], [CapError]); the gateway has already
+// redacted them.
 func (r *Recorder) Record(c Call) {
 	row := toRow(c)
 	size := rowSize(row)
