@@ -8,8 +8,8 @@ import (
 	"github.com/toolgate/toolgate/db"
 )
 
-// lookupTimeout bounds a shared lookup, which runs without the cancellation
-// of the call that started it (others wait on it too).
+// lookupTimeout bounds a shared lookup, which runs without the
+// cancellation of the call that started it: others wait on it too.
 const lookupTimeout = 30 * time.Second
 
 // lookupKey is one caller's lookup of one path.
@@ -48,6 +48,8 @@ func (g *Gateway) callTool(ctx context.Context, c Caller, path string) (db.CallT
 		f := &lookup{done: make(chan struct{})}
 		l.running[k] = f
 		l.mu.Unlock()
+		// This round serves this call alone (later ones wait for the
+		// next), so it runs under the call's own context.
 		g.run(ctx, k, f)
 		return f.tool, f.err
 	}
@@ -66,7 +68,9 @@ func (g *Gateway) callTool(ctx context.Context, c Caller, path string) (db.CallT
 			delete(l.next, k)
 			l.running[k] = f
 			l.mu.Unlock()
-			g.run(context.WithoutCancel(ctx), k, f)
+			shared, cancel := context.WithTimeout(context.WithoutCancel(ctx), lookupTimeout)
+			defer cancel()
+			g.run(shared, k, f)
 		}()
 	}
 	select {
@@ -79,8 +83,6 @@ func (g *Gateway) callTool(ctx context.Context, c Caller, path string) (db.CallT
 
 // run performs f and publishes it.
 func (g *Gateway) run(ctx context.Context, k lookupKey, f *lookup) {
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), lookupTimeout)
-	defer cancel()
 	f.tool, f.err = g.opts.Store.CallTool(ctx, k.org, k.workspace, k.user, k.path)
 	g.lookups.mu.Lock()
 	if g.lookups.running[k] == f {

@@ -194,7 +194,9 @@ func (g *Gateway) touch(ctx context.Context, id string) {
 	if !due {
 		return
 	}
-	if err := g.opts.Store.TouchCredential(context.WithoutCancel(ctx), id); err != nil {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	if err := g.opts.Store.TouchCredential(ctx, id); err != nil {
 		g.opts.Logger.Warn("record credential use", "credential", id, "error", err.Error())
 	}
 }
