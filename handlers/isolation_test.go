@@ -33,7 +33,8 @@ func TestEveryRouteRefusesOutsiders(t *testing.T) {
 		for _, c := range callers {
 			var res response
 			switch {
-			case strings.HasPrefix(path, "/api/"):
+			case strings.HasPrefix(path, "/api/") || path == "/mcp":
+				// The API and the MCP endpoint answer 401 with a challenge.
 				res = c.api(r.Method, path, map[string]any{})
 			case r.Method == http.MethodPost:
 				res = c.post(path, url.Values{"name": {"Pwned"}, "slug": {"pwned"}, "role": {"owner"}, "email": {"x@y.test"}, "confirm": {"default"}}, false)
@@ -79,7 +80,8 @@ func TestEveryRouteNeedsSignIn(t *testing.T) {
 				res = f.anon.do(r.Method, path, strings.NewReader("_csrf="+f.anon.csrf()), "application/x-www-form-urlencoded", htmx)
 			}
 			switch {
-			case strings.HasPrefix(path, "/api/"):
+			case strings.HasPrefix(path, "/api/") || path == "/mcp":
+				// The API and the MCP endpoint answer 401 with a challenge.
 				if res.status != http.StatusUnauthorized {
 					t.Errorf("%s %s anonymous: status %d, want 401", r.Method, path, res.status)
 				}
