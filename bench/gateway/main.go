@@ -450,8 +450,9 @@ type runResult struct {
 	elapsed       time.Duration
 	p50, p99      time.Duration
 	// cpu is toolgate's user+system time over the run, pgCPU the
-	// PostgreSQL cluster's (every backend and the postmaster).
-	cpu, pgCPU time.Duration
+	// PostgreSQL cluster's (every backend and the postmaster), selfCPU
+	// this process's (the clients and the upstreams).
+	cpu, pgCPU, selfCPU time.Duration
 }
 
 func (r runResult) perSecond() float64 { return float64(r.calls) / r.elapsed.Seconds() }
@@ -459,6 +460,8 @@ func (r runResult) perSecond() float64 { return float64(r.calls) / r.elapsed.Sec
 func (r runResult) cpuPerCall() time.Duration { return r.perCall(r.cpu) }
 
 func (r runResult) pgCPUPerCall() time.Duration { return r.perCall(r.pgCPU) }
+
+func (r runResult) selfCPUPerCall() time.Duration { return r.perCall(r.selfCPU) }
 
 func (r runResult) perCall(d time.Duration) time.Duration {
 	if r.calls+r.errors == 0 {
@@ -490,8 +493,9 @@ func (b *bench) measureAll(ctx context.Context) (map[runKey][]runResult, error) 
 				if r.errors > 0 {
 					status = fmt.Sprintf("  %d ERRORS, first: %s", r.errors, r.firstErr)
 				}
-				fmt.Printf("round %d  %3d sessions  %-28s %9.0f calls/s  p50 %8s  p99 %8s  CPU/call toolgate %8s  PostgreSQL %8s%s\n",
-					round, n, s.name(), r.perSecond(), fmtDur(r.p50), fmtDur(r.p99), fmtDur(r.cpuPerCall()), fmtDur(r.pgCPUPerCall()), status)
+				fmt.Printf("round %d  %3d sessions  %-28s %6.0f calls/s  p50 %8s  p99 %8s  CPU/call: toolgate %8s  Postgres %8s  clients+upstream %8s%s\n",
+					round, n, s.name(), r.perSecond(), fmtDur(r.p50), fmtDur(r.p99), fmtDur(r.cpuPerCall()), fmtDur(r.pgCPUPerCall()),
+					fmtDur(r.selfCPUPerCall()), status)
 			}
 		}
 	}
@@ -559,9 +563,9 @@ func (b *bench) measure(ctx context.Context, s scenario, n int) runResult {
 		}(&workers[i], callers[i])
 	}
 	time.Sleep(time.Until(start))
-	cpu0, pg0 := b.tg.cpu(), b.pg.cpu()
+	cpu0, pg0, self0 := b.tg.cpu(), b.pg.cpu(), selfCPU()
 	wg.Wait()
-	r := runResult{elapsed: time.Since(start), cpu: b.tg.cpu() - cpu0, pgCPU: b.pg.cpu() - pg0}
+	r := runResult{elapsed: time.Since(start), cpu: b.tg.cpu() - cpu0, pgCPU: b.pg.cpu() - pg0, selfCPU: selfCPU() - self0}
 
 	var lat []time.Duration
 	for _, w := range workers {
@@ -592,7 +596,7 @@ func percentile(sorted []time.Duration, p float64) time.Duration {
 type summary struct {
 	perSecond     float64
 	p50, p99, cpu time.Duration
-	pgCPU         time.Duration
+	pgCPU, self   time.Duration
 	errors        int
 	rounds        int
 }
@@ -600,14 +604,15 @@ type summary struct {
 func summarize(runs []runResult) summary {
 	s := summary{rounds: len(runs)}
 	var rate []float64
-	var p50, p99, cpu, pg []time.Duration
+	var p50, p99, cpu, pg, self []time.Duration
 	for _, r := range runs {
 		rate = append(rate, r.perSecond())
 		p50, p99, cpu = append(p50, r.p50), append(p99, r.p99), append(cpu, r.cpuPerCall())
-		pg = append(pg, r.pgCPUPerCall())
+		pg, self = append(pg, r.pgCPUPerCall()), append(self, r.selfCPUPerCall())
 		s.errors += r.errors
 	}
-	s.perSecond, s.p50, s.p99, s.cpu, s.pgCPU = median(rate), median(p50), median(p99), median(cpu), median(pg)
+	s.perSecond, s.p50, s.p99 = median(rate), median(p50), median(p99)
+	s.cpu, s.pgCPU, s.self = median(cpu), median(pg), median(self)
 	return s
 }
 
@@ -632,10 +637,13 @@ func (b *bench) report(results map[runKey][]runResult) {
 	fmt.Printf("machine: %s, %d cores, %s; toolgate pid %d shares them with this process (clients and upstreams), PostgreSQL and Meilisearch\n",
 		cpuModel(), runtime.NumCPU(), runtime.Version(), b.tg.cmd.Process.Pid)
 	fmt.Printf("load average (1, 5, 15 min) before the runs %s, after %s\n", b.loadBefore, b.loadAfter)
-	fmt.Printf("medians over %d rounds of %s (after %s warm-up); CPU is user+system per call of the toolgate process and, apart, of the\n"+
-		"PostgreSQL cluster (%s); on direct runs both are their idle background\n\n", b.o.rounds, b.o.duration, b.o.warmup, b.pg)
-	fmt.Printf("%-8s  %-28s  %10s  %9s  %9s  %17s  %15s  %9s  %6s\n", "sessions", "scenario", "calls/s", "p50", "p99",
-		"toolgate CPU/call", "PostgreSQL CPU", "vs direct", "errors")
+	fmt.Printf("medians over %d rounds of %s (after %s warm-up); CPU/call is user+system time per call of the toolgate process, of the\n"+
+		"PostgreSQL cluster (%s) and of this process (the clients and the upstreams);\n"+
+		"on direct runs toolgate's and PostgreSQL's are their idle background\n\n", b.o.rounds, b.o.duration, b.o.warmup, b.pg)
+	fmt.Printf("%-8s  %-28s  %9s  %9s  %9s  %9s  %9s  %9s  %9s  %6s\n", "", "", "", "", "",
+		"CPU/call:", "", "clients+", "", "")
+	fmt.Printf("%-8s  %-28s  %9s  %9s  %9s  %9s  %9s  %9s  %9s  %6s\n", "sessions", "scenario", "calls/s", "p50", "p99",
+		"toolgate", "Postgres", "upstream", "vs direct", "errors")
 	type verdict struct {
 		name  string
 		share float64
@@ -667,8 +675,8 @@ func (b *bench) report(results map[runKey][]runResult) {
 			if sum.errors > 0 {
 				errs += " (!)"
 			}
-			fmt.Printf("%-8d  %-28s  %10.0f  %9s  %9s  %17s  %15s  %9s  %6s\n", n, s.name(), sum.perSecond,
-				fmtDur(sum.p50), fmtDur(sum.p99), fmtDur(sum.cpu), fmtDur(sum.pgCPU), share, errs)
+			fmt.Printf("%-8d  %-28s  %9.0f  %9s  %9s  %9s  %9s  %9s  %9s  %6s\n", n, s.name(), sum.perSecond,
+				fmtDur(sum.p50), fmtDur(sum.p99), fmtDur(sum.cpu), fmtDur(sum.pgCPU), fmtDur(sum.self), share, errs)
 		}
 	}
 	if len(verdicts) == 0 {
@@ -999,6 +1007,12 @@ func procTimes(pid int) (own, children time.Duration, ppid int) {
 	}
 	ppid, _ = strconv.Atoi(f[1])
 	return tick(f[11]) + tick(f[12]), tick(f[13]) + tick(f[14]), ppid
+}
+
+// selfCPU is this process's user and system time so far.
+func selfCPU() time.Duration {
+	own, _, _ := procTimes(os.Getpid())
+	return own
 }
 
 // postgres is the PostgreSQL cluster the benchmark's database lives in,
