@@ -83,7 +83,7 @@ func (x *exec) send(ctx context.Context, build func(context.Context) (*http.Requ
 	r := httpcall.ReadResult(res, x.g.opts.MaxResultBytes)
 	if r.Err != nil && errors.Is(context.Cause(ctx), errHTTPTimeout) {
 		x.status = r.Status
-		x.fail(audit.OutcomeTimeout, fmt.Sprintf("the upstream began answering (%s) but did not finish within %s (toolgate's HTTP call timeout; an operator sets it with TOOLGATE_OUTBOUND_TIMEOUT)", r.StatusLine(), x.g.opts.HTTPTimeout))
+		x.fail(audit.OutcomeTimeout, fmt.Sprintf("the upstream began answering (%s) but did not finish within %s (toolgate's time limit for OpenAPI and GraphQL calls, which its operator sets)", r.StatusLine(), x.g.opts.HTTPTimeout))
 		return httpcall.Result{}, false
 	}
 	x.status = r.Status
@@ -94,7 +94,7 @@ func (x *exec) send(ctx context.Context, build func(context.Context) (*http.Requ
 func (x *exec) transportFailure(ctx context.Context, err error) {
 	switch {
 	case errors.Is(context.Cause(ctx), errHTTPTimeout):
-		x.fail(audit.OutcomeTimeout, fmt.Sprintf("the upstream did not answer within %s (toolgate's HTTP call timeout; an operator sets it with TOOLGATE_OUTBOUND_TIMEOUT)", x.g.opts.HTTPTimeout))
+		x.fail(audit.OutcomeTimeout, fmt.Sprintf("the upstream did not answer within %s (toolgate's time limit for OpenAPI and GraphQL calls, which its operator sets)", x.g.opts.HTTPTimeout))
 	case ctx.Err() != nil:
 		x.fail(audit.OutcomeError, "the call was cancelled before the upstream answered")
 	default:

@@ -9,6 +9,7 @@ import (
 	"runtime/pprof"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -18,6 +19,7 @@ import (
 	"github.com/toolgate/toolgate/internal/gateway"
 	"github.com/toolgate/toolgate/internal/gateway/audit"
 	"github.com/toolgate/toolgate/internal/sources"
+	"github.com/toolgate/toolgate/internal/testenv"
 )
 
 // loadEnv has an OpenAPI source over itemsAPI and an MCP source over an
@@ -36,6 +38,9 @@ func loadEnv(t testing.TB) (*env, *itemsAPI, *mcpHTTP) {
 func TestThousandConcurrentCalls(t *testing.T) {
 	e, api, m := loadEnv(t)
 	e.closeGateway() // this test runs its own
+	processes := children()
+	e.source(e.a, &e.a.ws, "Everything", sources.TypeMCP, map[string]any{"transport": "stdio",
+		"command": testenv.PeerBin(t, "mcp-server-everything"), "args": []string{"stdio"}})
 	rec := &recorder{}
 	opts := e.opts
 	opts.Recorder = rec
@@ -50,8 +55,11 @@ func TestThousandConcurrentCalls(t *testing.T) {
 	for i := range n {
 		wg.Go(func() {
 			path, args, want := "items.get_item", fmt.Sprintf(`{"id": %d}`, i+1), fmt.Sprintf(`"name": "item %d"`, i+1)
-			if i%2 == 1 {
+			switch i % 3 {
+			case 1:
 				path, args, want = "remote.echo", fmt.Sprintf(`{"message": "m%d"}`, i), fmt.Sprintf("Echo: m%d", i)
+			case 2:
+				path, args, want = "everything.echo", fmt.Sprintf(`{"message": "s%d"}`, i), fmt.Sprintf("Echo: s%d", i)
 			}
 			res, err := gw.Call(context.Background(), c, path, []byte(args), nil)
 			switch {
@@ -83,11 +91,11 @@ func TestThousandConcurrentCalls(t *testing.T) {
 			break
 		}
 	}
-	if got := len(api.requests()); got != n/2 {
-		t.Errorf("the OpenAPI upstream saw %d requests, want %d", got, n/2)
+	if got := len(api.requests()); got != (n+2)/3 {
+		t.Errorf("the OpenAPI upstream saw %d requests, want %d", got, (n+2)/3)
 	}
-	if got := m.calls.Load(); got != n/2 {
-		t.Errorf("the MCP upstream ran %d calls, want %d", got, n/2)
+	if got := m.calls.Load(); got != (n+1)/3 {
+		t.Errorf("the MCP upstream ran %d calls, want %d", got, (n+1)/3)
 	}
 
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -99,6 +107,9 @@ func TestThousandConcurrentCalls(t *testing.T) {
 		var b strings.Builder
 		_ = pprof.Lookup("goroutine").WriteTo(&b, 1)
 		t.Errorf("%d goroutines after Close, %d before New:\n%s", runtime.NumGoroutine(), baseline, b.String())
+	}
+	if !eventually(10*time.Second, func() bool { return len(children()) <= len(processes) }) {
+		t.Errorf("processes left after Close: %q (before: %q)", children(), processes)
 	}
 }
 
@@ -123,6 +134,7 @@ func BenchmarkCall(b *testing.B) {
 		return func(b *testing.B) {
 			b.ReportAllocs()
 			b.SetParallelism(parallelism)
+			defer cpuPerOp(b)()
 			b.RunParallel(func(pb *testing.PB) {
 				for pb.Next() {
 					res, err := gw.Call(ctx, c, path, []byte(args), nil)
@@ -138,6 +150,7 @@ func BenchmarkCall(b *testing.B) {
 	b.Run("openapi/direct", func(b *testing.B) {
 		b.ReportAllocs()
 		b.SetParallelism(parallelism)
+		defer cpuPerOp(b)()
 		b.RunParallel(func(pb *testing.PB) {
 			for pb.Next() {
 				req, _ := http.NewRequestWithContext(ctx, http.MethodGet, api.URL+"/items/7?verbose=true", nil)
@@ -162,6 +175,7 @@ func BenchmarkCall(b *testing.B) {
 	b.Run("mcp/direct", func(b *testing.B) {
 		b.ReportAllocs()
 		b.SetParallelism(parallelism)
+		defer cpuPerOp(b)()
 		b.RunParallel(func(pb *testing.PB) {
 			for pb.Next() {
 				if _, err := session.CallTool(ctx, &mcp.CallToolParams{Name: "echo", Arguments: map[string]any{"message": "hi"}}); err != nil {
@@ -171,6 +185,23 @@ func BenchmarkCall(b *testing.B) {
 		})
 	})
 	b.Run("mcp/gateway", viaGateway("remote.echo", `{"message": "hi"}`))
+}
+
+// cpuPerOp reports this process's CPU time (user and system) per op as
+// cpu-ns/op: the in-process clients and upstreams count in both the direct
+// and the gateway runs, so their difference is the gateway's own CPU per
+// call (PostgreSQL, another process, apart).
+func cpuPerOp(b *testing.B) func() {
+	start := processCPU()
+	return func() {
+		b.ReportMetric(float64(processCPU()-start)/float64(b.N), "cpu-ns/op")
+	}
+}
+
+func processCPU() time.Duration {
+	var ru syscall.Rusage
+	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 // discard is a Recorder that keeps nothing, as a non-blocking one costs.

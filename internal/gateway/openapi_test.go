@@ -165,7 +165,7 @@ func TestOpenAPIUpstreamThatHangsTimesOut(t *testing.T) {
 	if d := time.Since(start); d > 5*time.Second {
 		t.Errorf("the timeout took %s", d)
 	}
-	if !res.IsError || !strings.Contains(text(res), "did not answer within 400ms") || !strings.Contains(text(res), "TOOLGATE_OUTBOUND_TIMEOUT") {
+	if !res.IsError || !strings.Contains(text(res), "did not answer within 400ms") || !strings.Contains(text(res), "time limit for OpenAPI and GraphQL calls") {
 		t.Errorf("hang: %s", text(res))
 	}
 	if row := e.rec.last(t); row.Outcome != audit.OutcomeTimeout {
