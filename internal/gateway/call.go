@@ -77,19 +77,19 @@ func (g *Gateway) call(ctx context.Context, c Caller, path string, args json.Raw
 	v, err := decodeArguments(args)
 	if err != nil {
 		rec.Arguments = notJSON(args)
-		return nil, g.invalid(rec, t.Path, []string{"(arguments): not JSON: " + err.Error()})
+		return nil, g.invalid(rec, t.Path, []string{"(arguments): not JSON: " + err.Error()}, auth)
 	}
 	if g.opts.Recorder != nil {
 		rec.Arguments = redactArguments(args, v, auth)
 	}
 	obj, ok := v.(map[string]any)
 	if !ok {
-		return nil, g.invalid(rec, t.Path, []string{fmt.Sprintf("(arguments): must be an object, not %s", jsonKind(v))})
+		return nil, g.invalid(rec, t.Path, []string{fmt.Sprintf("(arguments): must be an object, not %s", jsonKind(v))}, auth)
 	}
 	tp := g.toolPlan(&t)
 	if tp.schema != nil {
 		if p := problems(tp.schema, obj); len(p) > 0 {
-			return nil, g.invalid(rec, t.Path, p)
+			return nil, g.invalid(rec, t.Path, p, auth)
 		}
 	}
 
@@ -111,7 +111,7 @@ func (g *Gateway) call(ctx context.Context, c Caller, path string, args json.Raw
 		}
 	}
 	if x.invalid != nil {
-		return nil, g.invalid(rec, t.Path, x.invalid)
+		return nil, g.invalid(rec, t.Path, x.invalid, auth)
 	}
 
 	// 6. Shape (each executor scrubs its own text; the audit gets the same).
@@ -127,10 +127,11 @@ func (g *Gateway) authorize(ctx context.Context, c Caller, t *db.CallTool) error
 	return nil
 }
 
-// invalid records and returns arguments that do not fit.
-func (g *Gateway) invalid(rec *audit.Call, path string, problems []string) error {
+// invalid records and returns arguments that do not fit; the audit's copy
+// of the problems is scrubbed of the credential's secrets.
+func (g *Gateway) invalid(rec *audit.Call, path string, problems []string, auth *sources.Auth) error {
 	err := &InvalidArgumentsError{Path: path, Problems: problems}
-	rec.Outcome, rec.Error = audit.OutcomeInvalid, err.Error()
+	rec.Outcome, rec.Error = audit.OutcomeInvalid, auth.Redact(err.Error())
 	return err
 }
 

@@ -269,7 +269,7 @@ const itemsSpec = `{
       "requestBody": {"required": true, "content": {"application/json": {"schema": {"type": "object",
         "required": ["name", "count"], "additionalProperties": false,
         "properties": {"name": {"type": "string", "minLength": 2}, "count": {"type": "integer", "minimum": 0},
-          "color": {"type": "string", "enum": ["red", "green"]}, "password": {"type": "string"}}}}}},
+          "color": {"type": "string", "enum": ["red", "green"]}, "password": {"type": "string", "pattern": "^[a-z0-9-]+$"}}}}}},
       "responses": {"201": {"description": "created", "content": {"application/json": {"schema": {"type": "object"}}}}}}},
     "/whoami": {"get": {"operationId": "whoami", "responses": {"200": {"description": "the caller's key, echoed"}}}},
     "/big": {"get": {"operationId": "big", "responses": {"200": {"description": "10 MB"}}}},

@@ -132,6 +132,9 @@ func TestInvalidArgumentsListEveryProblemAndSendNothing(t *testing.T) {
 			"/bogus: is not an argument this tool takes",
 		}},
 		{"type", ns + "getItem", `{"id": "seven"}`, []string{"/id: must be integer, not string"}},
+		{"secret value", ns + "createItem", `{"body": {"name": "kk", "count": 1, "password": "Hunter2!"}}`, []string{
+			"/body/password: is not a valid value (not shown: the argument looks secret)",
+		}},
 		{"not an object", ns + "getItem", `[7]`, []string{"(arguments): must be an object, not an array"}},
 		{"not JSON", ns + "getItem", `{"id": 7`, nil},
 	}
@@ -148,7 +151,7 @@ func TestInvalidArgumentsListEveryProblemAndSendNothing(t *testing.T) {
 			if tc.want == nil && (len(inv.Problems) != 1 || !strings.Contains(inv.Problems[0], "not JSON")) {
 				t.Errorf("problems %q", inv.Problems)
 			}
-			if row := e.rec.last(t); row.Outcome != audit.OutcomeInvalid || row.Tool != tc.path || !json.Valid(row.Arguments) {
+			if row := e.rec.last(t); row.Outcome != audit.OutcomeInvalid || row.Tool != tc.path || !json.Valid(row.Arguments) || strings.Contains(row.Error+string(row.Arguments), "Hunter2") {
 				t.Errorf("audit row %+v", row)
 			}
 		})

@@ -75,6 +75,12 @@ func compactStrings(s []string) []string {
 // alternative's own failures would read as contradictions).
 func collect(e *jsonschema.ValidationError, out *[]string) {
 	at := pointer(e.InstanceLocation)
+	if len(e.Causes) == 0 && secretLocation(e.InstanceLocation) && showsValue(e.ErrorKind) {
+		// The message would quote the value of a secret-looking argument,
+		// and problems reach the audit.
+		*out = append(*out, at+": is not a valid value (not shown: the argument looks secret)")
+		return
+	}
 	switch k := e.ErrorKind.(type) {
 	case *kind.Group, *kind.Schema, *kind.Reference, *kind.AllOf:
 		for _, c := range e.Causes {
@@ -125,6 +131,26 @@ func collect(e *jsonschema.ValidationError, out *[]string) {
 		}
 		*out = append(*out, at+": "+e.ErrorKind.LocalizedString(printer))
 	}
+}
+
+// secretLocation reports a value under a secret-looking key.
+func secretLocation(tokens []string) bool {
+	for _, t := range tokens {
+		if secretKey(t) {
+			return true
+		}
+	}
+	return false
+}
+
+// showsValue reports kinds whose message quotes the value.
+func showsValue(k jsonschema.ErrorKind) bool {
+	switch k.(type) {
+	case *kind.Type, *kind.Required, *kind.AdditionalProperties, *kind.MinLength, *kind.MaxLength,
+		*kind.MinItems, *kind.MaxItems, *kind.MinProperties, *kind.MaxProperties:
+		return false
+	}
+	return true
 }
 
 // printer renders the messages the validator words itself.
