@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/toolgate/toolgate/internal/mcpserver"
 	"github.com/toolgate/toolgate/internal/testenv"
 )
 
@@ -223,7 +224,7 @@ type clientRun struct {
 	Instructions   string
 	Results        []stepResult
 	Error          string
-	Code           int // of Error: the HTTP status or JSON-RPC code
+	Code           int    // of Error: the HTTP status or JSON-RPC code
 	TerminateError string `json:"terminateError"`
 }
 
@@ -411,4 +412,96 @@ func TestMCPClients(t *testing.T) {
 			t.Errorf("arguments that failed the schema reached the upstream: %s", r)
 		}
 	}
+}
+
+// TestMCPEndToEnd: an agent (the TypeScript SDK's client) calls, through
+// /mcp over real HTTP, one tool of each kind of upstream: server-everything
+// over stdio, Prism serving the petstore description, and graphql-yoga; in
+// search mode through call_tool, and in direct mode by name.
+func TestMCPEndToEnd(t *testing.T) {
+	f := newFixture(t, peerVars)
+	petstore := testenv.PeerPath(t, "@readme/oas-examples/3.0/json/petstore.json")
+	spec, err := os.ReadFile(petstore)
+	if err != nil {
+		t.Fatal(err)
+	}
+	prism := testenv.StartPrism(t, petstore)
+	yoga := testenv.StartYoga(t)
+	discovered := map[string]bool{}
+	for _, src := range []map[string]any{
+		{"name": "Everything", "type": "mcp", "config": map[string]any{"transport": "stdio", "command": testenv.PeerBin(t, "mcp-server-everything"), "args": []string{"stdio"}}},
+		{"name": "Petstore", "type": "openapi", "config": map[string]any{"spec": json.RawMessage(spec), "baseUrl": prism}},
+		{"name": "Library", "type": "graphql", "config": map[string]any{"endpoint": yoga}},
+	} {
+		s := createSource(t, f.owner, wsSources, src, 201)
+		if s.State != "ready" || s.ToolCount == 0 {
+			t.Fatalf("%s: %+v", src["name"], s)
+		}
+		var tools struct{ Data []struct{ Path string } }
+		f.owner.api("GET", wsSources+"/"+s.ID+"/tools", nil).json(t, &tools)
+		for _, tool := range tools.Data {
+			discovered[tool.Path] = true
+		}
+	}
+	key := createKey(t, f.member, acmeKeys, map[string]any{"name": "end to end"})
+
+	// One tool of each upstream, by the path discovery gave it, with what its answer holds.
+	calls := []struct {
+		path string
+		args map[string]any
+		want string
+	}{
+		{"everything.echo", map[string]any{"message": "hello through toolgate"}, "Echo: hello through toolgate"},
+		{"everything.get-sum", map[string]any{"a": 2, "b": 40}, "42"},
+		{"petstore.store.get_order_by_id", map[string]any{"orderId": 5}, `"status":"placed"`},
+		{"library.query.book", map[string]any{"id": "b1"}, "The Dispossessed"},
+	}
+	for _, c := range calls {
+		if !discovered[c.path] {
+			t.Fatalf("discovery gave no %s: %v", c.path, discovered)
+		}
+	}
+
+	t.Run("search", func(t *testing.T) {
+		var steps []clientStep
+		for _, c := range calls {
+			steps = append(steps, callStep("call_tool", map[string]any{"path": c.path, "arguments": c.args}))
+		}
+		run := sdkClient(t, f.srv.URL+"/mcp", key.Key, steps...)
+		for i, c := range calls {
+			if r := run.Results[i]; r.IsError || r.Error != "" || !strings.Contains(compact(r.text()), c.want) {
+				t.Errorf("call_tool %s: %+v, want %q", c.path, r, c.want)
+			}
+		}
+	})
+
+	t.Run("direct", func(t *testing.T) {
+		steps := []clientStep{listStep()}
+		for _, c := range calls {
+			steps = append(steps, callStep(mcpserver.ToolName(c.path), c.args))
+		}
+		run := sdkClient(t, f.srv.URL+"/mcp?mode=direct", key.Key, steps...)
+		listed := map[string]bool{}
+		for _, name := range run.Results[0].names() {
+			listed[name] = true
+		}
+		for i, c := range calls {
+			name := mcpserver.ToolName(c.path)
+			if !listed[name] {
+				t.Errorf("%s is not listed: %v", name, run.Results[0].names())
+			}
+			if r := run.Results[i+1]; r.IsError || r.Error != "" || !strings.Contains(compact(r.text()), c.want) {
+				t.Errorf("%s: %+v, want %q", name, r, c.want)
+			}
+		}
+	})
+}
+
+// compact removes the white space of a JSON answer, leaving other text alone.
+func compact(s string) string {
+	var b bytes.Buffer
+	if json.Compact(&b, []byte(s)) == nil {
+		return b.String()
+	}
+	return s
 }
