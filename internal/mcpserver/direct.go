@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"fmt"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -201,6 +202,10 @@ func (d *directServers) sync(ctx context.Context, ds *directServer) error {
 // describe_tool), the complete input schema, and the annotations.
 func (d *directServers) definition(name string, t gateway.Tool) *mcp.Tool {
 	def := &mcp.Tool{Name: name, Title: t.Title, Description: short(t.Description), InputSchema: objectSchema(t.InputSchema)}
+	if def.Description == "" {
+		// Every tool gets a description, even when its upstream gave none.
+		def.Description = fmt.Sprintf("%s, a tool of %s (%s).", t.Path, t.SourceName, t.SourceType)
+	}
 	if def.Title == "" {
 		def.Title = t.Path
 	}

@@ -187,9 +187,14 @@ func (h *Handler) hostAllowed(host string) bool {
 	return h.anyPort[strings.Trim(name, "[]")]
 }
 
-// originAllowed checks a browser's Origin header; none is fine.
+// originAllowed checks a browser's Origin header; none is fine. When the
+// base URL is on loopback, so is any loopback origin, as for Host.
 func (h *Handler) originAllowed(origin string) bool {
-	return origin == "" || h.origins[strings.ToLower(origin)]
+	if origin == "" || h.origins[strings.ToLower(origin)] {
+		return true
+	}
+	u, err := url.Parse(origin)
+	return err == nil && (u.Scheme == "http" || u.Scheme == "https") && h.anyPort[strings.Trim(strings.ToLower(u.Hostname()), "[]")] && isLoopbackHost(u.Hostname())
 }
 
 // caller is what an authenticated request carries to the tools.
