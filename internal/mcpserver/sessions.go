@@ -107,7 +107,7 @@ func (s *sessions) open(w http.ResponseWriter, r *http.Request) {
 	}
 	id := newSessionID()
 	ls := &liveSession{
-		row: db.MCPSession{ID: id, KeyID: c.grant.Key.ID, OrgID: c.grant.Org.ID, WorkspaceID: c.grant.Workspace.ID, Mode: c.mode},
+		row:       db.MCPSession{ID: id, KeyID: c.grant.Key.ID, OrgID: c.grant.Org.ID, WorkspaceID: c.grant.Workspace.ID, Mode: c.mode},
 		transport: &mcp.StreamableServerTransport{SessionID: id},
 	}
 	ls.lastUsed.Store(time.Now().UnixNano())
