@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -59,11 +60,26 @@ func StartYoga(t testing.TB, args ...string) string {
 	if err != nil {
 		t.Fatal("testenv: node is not installed; install Node.js 20 (apt-get install nodejs) and the test peers with: make test-deps")
 	}
+	return startPeer(t, "yoga", append([]string{node, "yoga.mjs", "0"}, args...), func(line string) (string, bool) {
+		port, ok := strings.CutPrefix(line, "listening ")
+		return "http://127.0.0.1:" + port + "/graphql", ok
+	})
+}
+
+// startPeer runs a peer's command line in the peers directory until the
+// test ends. It returns what ready makes of the first line of standard
+// output it accepts, and fails the test with the peer's output when the
+// peer exits first or is not ready within 30 s. The peer must be one
+// process, so that killing it stops it.
+func startPeer(t testing.TB, name string, argv []string, ready func(line string) (string, bool)) string {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	cmd := exec.CommandContext(ctx, node, append([]string{"yoga.mjs", "0"}, args...)...)
+	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
 	cmd.Dir = PeersDir(t)
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
+	cmd.WaitDelay = 5 * time.Second
+	var mu sync.Mutex
+	var output bytes.Buffer // stdout and stderr, for the failure message
+	cmd.Stderr = &lockedWriter{mu: &mu, w: &output}
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
 		cancel()
@@ -71,33 +87,56 @@ func StartYoga(t testing.TB, args ...string) string {
 	}
 	if err := cmd.Start(); err != nil {
 		cancel()
-		t.Fatalf("testenv: start yoga: %v", err)
+		t.Fatalf("testenv: start %s: %v", name, err)
 	}
 	t.Cleanup(func() {
-		cancel() // yoga is one process: killing it stops the endpoint
+		cancel()
 		_ = cmd.Wait()
 	})
-	port := make(chan string, 1)
+	found := make(chan string, 1)
 	go func() {
 		sc := bufio.NewScanner(stdout)
 		for sc.Scan() {
-			if p, ok := strings.CutPrefix(sc.Text(), "listening "); ok {
-				port <- p
+			line := sc.Text()
+			mu.Lock()
+			output.WriteString(line + "\n")
+			mu.Unlock()
+			if v, ok := ready(line); ok {
+				select {
+				case found <- v:
+				default:
+				}
 			}
 		}
-		close(port)
+		close(found)
 	}()
-	select {
-	case p, ok := <-port:
-		if !ok {
-			_ = cmd.Wait()
-			t.Fatalf("testenv: yoga exited before listening:\n%s", stderr.String())
-		}
-		return "http://127.0.0.1:" + p + "/graphql"
-	case <-time.After(30 * time.Second):
+	failed := func(why string) {
 		cancel()
-		_ = cmd.Wait() // stderr is complete once Wait returns
-		t.Fatalf("testenv: yoga did not start within 30 s:\n%s", stderr.String())
+		_ = cmd.Wait() // the output is complete once Wait returns
+		mu.Lock()
+		defer mu.Unlock()
+		t.Fatalf("testenv: %s %s:\n%s", name, why, output.String())
+	}
+	select {
+	case v, ok := <-found:
+		if !ok {
+			failed("exited before listening")
+		}
+		return v
+	case <-time.After(30 * time.Second):
+		failed("did not listen within 30 s")
 	}
 	return ""
+}
+
+// lockedWriter serializes writes to a buffer shared with a reader.
+type lockedWriter struct {
+	mu *sync.Mutex
+	w  *bytes.Buffer
+}
+
+func (l *lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
 }
