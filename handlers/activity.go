@@ -1,7 +1,6 @@
 package handlers
 
 import (
-	"bytes"
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
@@ -250,7 +249,7 @@ func (s *Server) activityCallPage(c echo.Context) error {
 		return err
 	}
 	d := activity.Detail{Meta: m, ListURL: activityURL(c), ID: strconv.FormatInt(call.ID, 10), Tool: call.Tool,
-		StartedAt: call.StartedAt, Outcome: call.Outcome, Error: call.Error, Arguments: indentArguments(call.Arguments),
+		StartedAt: call.StartedAt, Outcome: call.Outcome, Error: call.Error, Arguments: indent(call.Arguments),
 		SourceID: call.SourceID, Status: callStatus(call), Duration: callDuration(call), Key: callKey(call),
 		User: callUser(call), Via: call.Via}
 	var tr audit.Truncated
@@ -302,15 +301,6 @@ func callDuration(call db.ToolCall) string {
 		return strconv.FormatInt(us/1000, 10) + " ms"
 	}
 	return fmt.Sprintf("%.2f s", float64(us)/1e6)
-}
-
-// indentArguments indents stored arguments for reading.
-func indentArguments(raw json.RawMessage) string {
-	var b bytes.Buffer
-	if err := json.Indent(&b, raw, "", "  "); err != nil {
-		return string(raw)
-	}
-	return b.String()
 }
 
 // ---- JSON API ----
