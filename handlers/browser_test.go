@@ -381,10 +381,14 @@ func (b *tab) wantNone(sel string) {
 // pick chooses an option of a select and fires change, as a person does.
 func (b *tab) pick(sel, value string) {
 	b.t.Helper()
-	b.do("pick "+value+" in "+sel,
-		chromedp.WaitVisible(chromedp.CSS(sel)),
-		chromedp.Evaluate[chromedp.Void](`(function (s) { s.value = `+jsString(value)+`; s.dispatchEvent(new Event('input', {bubbles: true})); s.dispatchEvent(new Event('change', {bubbles: true})) })(document.querySelector(`+jsString(sel)+`))`))
-	if got := b.value(sel); got != value {
+	// The value is read back in the same script that sets it: the change
+	// event may make htmx swap the select out before a second round trip.
+	b.do("wait for "+sel, chromedp.WaitVisible(chromedp.CSS(sel)))
+	got, err := chromedp.Run(b.ctx, chromedp.Evaluate[string](`(function (s) { s.value = `+jsString(value)+`; var v = s.value; s.dispatchEvent(new Event('input', {bubbles: true})); s.dispatchEvent(new Event('change', {bubbles: true})); return v })(document.querySelector(`+jsString(sel)+`))`))
+	if err != nil {
+		b.fail("pick "+value+" in "+sel, err)
+	}
+	if got != value {
 		b.t.Fatalf("%s: value %q after picking %q", sel, got, value)
 	}
 }
