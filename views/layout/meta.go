@@ -17,6 +17,9 @@ type Meta struct {
 	Workspaces []WorkspaceNav
 	// Section marks the active sidebar entry.
 	Section string
+	// PendingApprovals counts the current workspace's calls waiting for a
+	// decision; the sidebar shows it as a badge that updates live.
+	PendingApprovals int
 	Flash   *Flash
 }
 
@@ -69,8 +72,8 @@ var Sections = []Section{
 	{Key: "sources", Label: "Sources", Ready: true},
 	{Key: "tools", Label: "Tools", Ready: true},
 	{Key: "credentials", Label: "Credentials", Ready: true},
-	{Key: "policies", Label: "Policies"},
-	{Key: "approvals", Label: "Approvals"},
+	{Key: "policies", Label: "Policies", Ready: true},
+	{Key: "approvals", Label: "Approvals", Ready: true},
 	{Key: "activity", Label: "Activity", Ready: true},
 	{Key: "api-keys", Label: "API keys", Ready: true},
 	{Key: "connect", Label: "Connect an agent", Ready: true},

@@ -46,6 +46,18 @@ func Invitations(org string) string { return Org(org) + "/invitations" }
 // OrgInvitation is one pending invitation.
 func OrgInvitation(org, id string) string { return Invitations(org) + "/" + url.PathEscape(id) }
 
+// OrgPolicies lists an organization's policy rules, which bind every workspace.
+func OrgPolicies(org string) string { return Org(org) + "/policies" }
+
+// WorkspacePolicies lists a workspace's own policy rules.
+func WorkspacePolicies(org, ws string) string { return WorkspaceSection(org, ws, "policies") }
+
+// Approvals lists a workspace's approval requests.
+func Approvals(org, ws string) string { return WorkspaceSection(org, ws, "approvals") }
+
+// Approval is one approval request's page, the link sent to approvers.
+func Approval(org, ws, id string) string { return Approvals(org, ws) + "/" + url.PathEscape(id) }
+
 // OrgCredentials lists an organization's credentials.
 func OrgCredentials(org string) string { return Org(org) + "/credentials" }
 
