@@ -114,6 +114,10 @@ func (s *Server) routes(e *echo.Echo) {
 	// Connect an agent: anyone sees the snippets; members and above make a key there.
 	ws.GET("/connect", s.connectPage)
 	ws.POST("/connect", s.createConnectKey, requireRole(auth.Member))
+	// Policies and approvals: each file keeps its own routes (policies.go,
+	// approvals.go) beside its handlers.
+	s.policyRoutes(org.Group("/policies"), ws.Group("/policies"))
+	s.approvalRoutes(ws.Group("/approvals"))
 	ws.GET("/:section", s.comingSoon)
 
 	// JSON API: session or personal access token.
@@ -176,6 +180,8 @@ func (s *Server) routes(e *echo.Echo) {
 	// Activity: as on the console.
 	apiWS.GET("/activity", s.apiActivity)
 	apiWS.GET("/activity/:id", s.apiActivityCall)
+	s.apiPolicyRoutes(apiOrg.Group("/policies"), apiWS.Group("/policies"))
+	s.apiApprovalRoutes(apiWS.Group("/approvals"))
 }
 
 // apiSourceRoutes are the routes of one source, in a workspace or the organization.
