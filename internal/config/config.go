@@ -82,6 +82,9 @@ type Config struct {
 
 	// MaxResultBytes caps an upstream's answer to a tool call.
 	MaxResultBytes int64
+	// ApprovalWait is how long a call held for approval waits for the
+	// decision before it answers with a pending handle; 0 answers at once.
+	ApprovalWait time.Duration
 	// MCPAllowedHosts are the Host values /mcp answers (DNS-rebinding
 	// protection): host or host:port; the base URL's host is always allowed.
 	MCPAllowedHosts []string
@@ -128,6 +131,7 @@ var Vars = []Var{
 	{"TOOLGATE_ALLOW_PRIVATE_NETWORKS", "true with TOOLGATE_DEMO, else false", "Let outbound requests (spec URLs, GraphQL and MCP endpoints) reach private and loopback addresses; cloud metadata addresses stay refused. The demo allows them: its source is toolgate's own API."},
 	{"TOOLGATE_OUTBOUND_TIMEOUT", "20s", "Time limit of each outbound request: fetching a spec, introspecting GraphQL, reaching a remote MCP server."},
 	{"TOOLGATE_MAX_RESULT_BYTES", "1048576", "Largest upstream answer a tool call returns to an agent; a longer one is cut and says so."},
+	{"TOOLGATE_APPROVAL_WAIT", "45s", "How long an agent's call held for approval waits for the decision (sending progress) before it returns a pending result to resume later; 0s to 10m, 0s returns at once."},
 	{"TOOLGATE_MCP_ALLOWED_HOSTS", "(base URL host, localhost)", "Comma-separated Host values the MCP endpoint answers (host or host:port), against DNS rebinding. The base URL's host is always allowed; so are localhost, 127.0.0.1 and [::1] when the base URL is on loopback."},
 	{"TOOLGATE_MCP_ALLOWED_ORIGINS", "(base URL origin)", "Comma-separated browser origins (scheme://host[:port]) allowed to call the MCP endpoint. Requests without an Origin header, as agents and CLIs send, are unaffected."},
 	{"TOOLGATE_MEILI_INDEX", "tools", "Name of the Meilisearch index of tools."},
@@ -192,6 +196,7 @@ func Load(getenv func(string) string) (Config, error) {
 	c.AllowPrivateNetworks = r.boolean("TOOLGATE_ALLOW_PRIVATE_NETWORKS", c.Demo)
 	c.OutboundTimeout = r.duration("TOOLGATE_OUTBOUND_TIMEOUT", 20*time.Second)
 	c.MaxResultBytes = int64(r.integer("TOOLGATE_MAX_RESULT_BYTES", 1<<20, 1<<10, 1<<30))
+	c.ApprovalWait = r.boundedDuration("TOOLGATE_APPROVAL_WAIT", 45*time.Second, 0, 10*time.Minute)
 	c.MCPAllowedHosts = r.list("TOOLGATE_MCP_ALLOWED_HOSTS", checkHost)
 	c.MCPAllowedOrigins = r.list("TOOLGATE_MCP_ALLOWED_ORIGINS", checkOrigin)
 	c.MeiliIndex = r.str("TOOLGATE_MEILI_INDEX", "tools")
@@ -284,6 +289,21 @@ func (r *reader) duration(name string, def time.Duration) time.Duration {
 	d, err := time.ParseDuration(v)
 	if err != nil || d <= 0 {
 		r.fail(name, fmt.Sprintf("must be a positive duration such as 90m or 24h (got %q)", v))
+		return def
+	}
+	return d
+}
+
+// boundedDuration reads a duration from lo to hi, both included (0 is
+// allowed when lo is 0).
+func (r *reader) boundedDuration(name string, def, lo, hi time.Duration) time.Duration {
+	v := r.str(name, "")
+	if v == "" {
+		return def
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil || d < lo || d > hi {
+		r.fail(name, fmt.Sprintf("must be a duration from %s to %s such as 45s or 2m (got %q)", lo, hi, v))
 		return def
 	}
 	return d

@@ -91,7 +91,7 @@ func TestLoadReadsVars(t *testing.T) {
 type loaded struct {
 	Addr, BaseURL, DataDir, DatabaseURL, Signup, MeiliIndex, LogFormat, LogLevel string
 	SessionLifetime, SessionIdleTimeout, OutboundTimeout                         time.Duration
-	RefreshInterval, ReconcileInterval, JobTimeout                               time.Duration
+	RefreshInterval, ReconcileInterval, JobTimeout, ApprovalWait                 time.Duration
 	WorkerConcurrency                                                            int
 	AllowStdio, AllowPrivateNetworks, TrustProxyHeaders, Demo                    bool
 }
@@ -101,7 +101,7 @@ func loadedOf(c Config) loaded {
 		MeiliIndex: c.MeiliIndex, LogFormat: c.LogFormat, LogLevel: c.LogLevel,
 		SessionLifetime: c.SessionLifetime, SessionIdleTimeout: c.SessionIdleTimeout, OutboundTimeout: c.OutboundTimeout,
 		RefreshInterval: c.RefreshInterval, ReconcileInterval: c.ReconcileInterval, JobTimeout: c.JobTimeout,
-		WorkerConcurrency: c.WorkerConcurrency, AllowStdio: c.AllowStdio, AllowPrivateNetworks: c.AllowPrivateNetworks,
+		ApprovalWait: c.ApprovalWait, WorkerConcurrency: c.WorkerConcurrency, AllowStdio: c.AllowStdio, AllowPrivateNetworks: c.AllowPrivateNetworks,
 		TrustProxyHeaders: c.TrustProxyHeaders, Demo: c.Demo}
 }
 
@@ -114,7 +114,7 @@ func TestLoad(t *testing.T) {
 		MeiliIndex: "tools", LogFormat: "json", LogLevel: "info",
 		SessionLifetime: 336 * time.Hour, SessionIdleTimeout: 24 * time.Hour, OutboundTimeout: 20 * time.Second,
 		RefreshInterval: 6 * time.Hour, ReconcileInterval: time.Minute, JobTimeout: 5 * time.Minute,
-		WorkerConcurrency: 4, AllowStdio: true}
+		ApprovalWait: 45 * time.Second, WorkerConcurrency: 4, AllowStdio: true}
 	with := func(change func(*loaded)) loaded {
 		l := defaults
 		change(&l)
@@ -146,6 +146,10 @@ func TestLoad(t *testing.T) {
 				l.MeiliIndex, l.RefreshInterval, l.ReconcileInterval = "tools_staging-2", 90*time.Minute, 30*time.Second
 				l.WorkerConcurrency, l.JobTimeout = 16, 2*time.Minute
 			})},
+		{name: "approvals answer at once", env: map[string]string{"TOOLGATE_APPROVAL_WAIT": "0s"},
+			want: with(func(l *loaded) { l.ApprovalWait = 0 })},
+		{name: "approvals wait the longest", env: map[string]string{"TOOLGATE_APPROVAL_WAIT": "10m"},
+			want: with(func(l *loaded) { l.ApprovalWait = 10 * time.Minute })},
 		{name: "base URL follows the address", env: map[string]string{"TOOLGATE_ADDR": "0.0.0.0:9090"},
 			want: with(func(l *loaded) { l.Addr, l.BaseURL = "0.0.0.0:9090", "http://0.0.0.0:9090" })},
 
@@ -154,6 +158,8 @@ func TestLoad(t *testing.T) {
 		{name: "bad index name", env: map[string]string{"TOOLGATE_MEILI_INDEX": "bad name!"}, wantErr: "TOOLGATE_MEILI_INDEX"},
 		{name: "negative refresh interval", env: map[string]string{"TOOLGATE_REFRESH_INTERVAL": "-1s"}, wantErr: "TOOLGATE_REFRESH_INTERVAL"},
 		{name: "bad reconcile interval", env: map[string]string{"TOOLGATE_RECONCILE_INTERVAL": "soon"}, wantErr: "TOOLGATE_RECONCILE_INTERVAL"},
+		{name: "approval wait too long", env: map[string]string{"TOOLGATE_APPROVAL_WAIT": "11m"}, wantErr: "TOOLGATE_APPROVAL_WAIT"},
+		{name: "negative approval wait", env: map[string]string{"TOOLGATE_APPROVAL_WAIT": "-1s"}, wantErr: "TOOLGATE_APPROVAL_WAIT"},
 		{name: "zero job timeout", env: map[string]string{"TOOLGATE_JOB_TIMEOUT": "0s"}, wantErr: "TOOLGATE_JOB_TIMEOUT"},
 		{name: "idle timeout beyond lifetime", env: map[string]string{"TOOLGATE_SESSION_LIFETIME": "24h", "TOOLGATE_SESSION_IDLE_TIMEOUT": "48h"},
 			wantErr: "TOOLGATE_SESSION_IDLE_TIMEOUT"},
