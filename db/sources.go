@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jmoiron/sqlx"
 )
 
 // Source is a registered tool source.
@@ -45,12 +46,16 @@ type Source struct {
 	LastFailureAt     *time.Time      `db:"last_failure_at"`
 	CreatedAt         time.Time       `db:"created_at"`
 	UpdatedAt         time.Time       `db:"updated_at"`
+	// ApprovalOverride is "auto" or "required" to override the default
+	// approval of every tool of the source; nil keeps each tool's own.
+	ApprovalOverride *string `db:"approval_override"`
 }
 
 const sourceColumns = `s.id, s.org_id, s.workspace_id, w.slug AS workspace_slug, s.scope, s.name, s.slug, s.type,
 	s.config_version, s.config, s.enabled, s.state, s.error, s.warnings, s.spec_hash, s.auth_fingerprint, s.etag,
 	s.base_url, s.server, COALESCE(s.auth_profile, 'null') AS auth_profile, COALESCE(s.quality, 'null') AS quality, s.tool_count, s.discovery_ms, s.last_refreshed_at,
-	s.last_success_at, s.last_failure_at, s.created_at, s.updated_at, s.generation, s.indexed_generation, s.signature, s.index_error`
+	s.last_success_at, s.last_failure_at, s.created_at, s.updated_at, s.generation, s.indexed_generation, s.signature, s.index_error,
+	s.approval_override`
 
 const sourceFrom = ` FROM sources s LEFT JOIN workspaces w ON w.id = s.workspace_id`
 
@@ -210,6 +215,21 @@ func (s *Store) UpdateSource(ctx context.Context, orgID int64, id string, worksp
 			return ErrNotFound
 		}
 		return nil
+	})
+	if err != nil {
+		return Source{}, err
+	}
+	return s.Source(ctx, orgID, id)
+}
+
+// SetSourceApprovalOverride sets or clears (nil) the default approval of
+// every tool of a source. Like a policy write it bumps the organization's
+// policy version and notifies PolicyChannel, since it changes decisions.
+func (s *Store) SetSourceApprovalOverride(ctx context.Context, orgID int64, id string, override *string) (Source, error) {
+	err := s.inPolicyTx(ctx, orgID, nil, func(tx *sqlx.Tx) error {
+		res, err := tx.ExecContext(ctx, `UPDATE sources SET approval_override = $3, updated_at = now()
+			WHERE org_id = $1 AND id = $2`, orgID, id, override)
+		return oneRow(res, err)
 	})
 	if err != nil {
 		return Source{}, err
