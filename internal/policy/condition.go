@@ -1,0 +1,321 @@
+package policy
+
+import (
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+	"unicode/utf8"
+
+	"cel.dev/cel-go/cel"
+	"cel.dev/cel-go/common/types"
+	"cel.dev/cel-go/common/types/ref"
+	"cel.dev/cel-go/ext"
+	"cel.dev/cel-go/interpreter"
+)
+
+// MaxConditionLen is the longest CEL condition a rule may carry, in bytes.
+const MaxConditionLen = 4000
+
+// costLimit bounds one condition's evaluation (CEL's abstract cost units;
+// each visited node, comparison or list element costs about one). A
+// condition over normal arguments costs tens; a hostile one, such as a
+// comprehension over a huge argument list or nested comprehensions, stops
+// with an error, which fails closed.
+const costLimit = 100_000
+
+// env is the one CEL environment every condition compiles in:
+//
+//	args    map(string, dyn)  the call's arguments as decoded JSON
+//	tool    map(string, dyn)  path, namespace, source, source_id, type,
+//	                          method, annotations (a map)
+//	caller  map(string, dyn)  user (email), user_id (int), role,
+//	                          key (API key name, "" for the console),
+//	                          key_id (int, 0 for the console)
+//	now     timestamp         the time of the call
+//
+// with CEL's standard library, the strings extension, and cross-type
+// numeric comparisons so that `args.amount > 100` holds for a JSON number
+// decoded as a float64.
+var env = sync.OnceValue(func() *cel.Env {
+	e, err := cel.NewEnv(
+		cel.Variable("args", cel.MapType(cel.StringType, cel.DynType)),
+		cel.Variable("tool", cel.MapType(cel.StringType, cel.DynType)),
+		cel.Variable("caller", cel.MapType(cel.StringType, cel.DynType)),
+		cel.Variable("now", cel.TimestampType),
+		ext.Strings(),
+		cel.CrossTypeNumericComparisons(true),
+		cel.ParserRecursionLimit(100),
+		cel.ParserExpressionSizeLimit(MaxConditionLen),
+		cel.ExpressionNodeLimit(1000),
+	)
+	if err != nil {
+		panic(fmt.Sprintf("policy: the CEL environment does not build: %v", err))
+	}
+	return e
+})
+
+// CheckCondition reports whether src is a usable condition: it parses,
+// type-checks in the policy environment and has type bool. It returns nil
+// for a usable condition and for the empty string (no condition);
+// otherwise the first problem, with its line and column (1-based, counted
+// in characters) and byte offset (0-based) into src.
+func CheckCondition(src string) *ConditionError {
+	_, cerr := compileCondition(src)
+	return cerr
+}
+
+// compileCondition type-checks src; the AST is nil for an empty condition.
+func compileCondition(src string) (*cel.Ast, *ConditionError) {
+	if src == "" {
+		return nil, nil
+	}
+	if len(src) > MaxConditionLen {
+		return nil, &ConditionError{
+			Message: fmt.Sprintf("the condition is %d bytes long; the limit is %d", len(src), MaxConditionLen),
+			Line:    1, Column: 1,
+		}
+	}
+	if !utf8.ValidString(src) {
+		off := firstInvalidUTF8(src)
+		line, col := lineCol(src, off)
+		return nil, &ConditionError{Message: "the condition is not valid UTF-8", Line: line, Column: col, Offset: off}
+	}
+	ast, iss := env().Compile(src)
+	if iss != nil && iss.Err() != nil {
+		return nil, issueError(src, iss)
+	}
+	if t := ast.OutputType(); !t.IsExactType(cel.BoolType) {
+		return nil, &ConditionError{
+			Message: fmt.Sprintf("the condition must be a bool, but it is %s; compare it, e.g. `args.dry_run == true`",
+				t.String()),
+			Line: 1, Column: 1,
+		}
+	}
+	return ast, nil
+}
+
+// issueError turns the first of cel-go's issues into a ConditionError.
+// cel-go reports a 1-based line and a 0-based column counted in code
+// points.
+func issueError(src string, iss *cel.Issues) *ConditionError {
+	errs := iss.Errors()
+	if len(errs) == 0 {
+		return &ConditionError{Message: iss.Err().Error(), Line: 1, Column: 1}
+	}
+	first := errs[0]
+	line, col := 1, 0
+	if loc := first.Location; loc != nil && loc.Line() > 0 {
+		line, col = loc.Line(), loc.Column()
+	}
+	off := byteOffset(src, line, col)
+	line, col1 := lineCol(src, off)
+	return &ConditionError{Message: first.Message, Line: line, Column: col1, Offset: off}
+}
+
+// byteOffset is the byte offset of a 1-based line and 0-based code-point
+// column, clamped to src.
+func byteOffset(src string, line, col int) int {
+	off := 0
+	for l := 1; l < line; l++ {
+		i := indexNewline(src[off:])
+		if i < 0 {
+			return len(src)
+		}
+		off += i + 1
+	}
+	for c := 0; c < col && off < len(src) && src[off] != '\n'; c++ {
+		_, size := utf8.DecodeRuneInString(src[off:])
+		off += size
+	}
+	return off
+}
+
+// lineCol is the 1-based line and column (in code points) of a byte offset.
+func lineCol(src string, off int) (line, col int) {
+	line, col = 1, 1
+	for i, r := range src {
+		if i >= off {
+			break
+		}
+		if r == '\n' {
+			line, col = line+1, 1
+		} else {
+			col++
+		}
+	}
+	return line, col
+}
+
+func indexNewline(s string) int {
+	for i := 0; i < len(s); i++ {
+		if s[i] == '\n' {
+			return i
+		}
+	}
+	return -1
+}
+
+func firstInvalidUTF8(s string) int {
+	for i, r := range s {
+		if r == utf8.RuneError {
+			if _, size := utf8.DecodeRuneInString(s[i:]); size == 1 {
+				return i
+			}
+		}
+	}
+	return len(s)
+}
+
+// condition is a compiled condition: one program for calls and one with
+// `args` unknown for listings.
+type condition struct {
+	prg     cel.Program
+	partial cel.Program
+}
+
+// newCondition compiles src into programs with a cost limit, and says
+// whether the condition reads `args`.
+func newCondition(src string) (*condition, bool, error) {
+	ast, cerr := compileCondition(src)
+	if cerr != nil {
+		return nil, false, fmt.Errorf("line %d, column %d: %s", cerr.Line, cerr.Column, cerr.Message)
+	}
+	if ast == nil {
+		return nil, false, nil
+	}
+	usesArgs := false
+	for _, ref := range ast.NativeRep().ReferenceMap() {
+		if ref.Name == "args" {
+			usesArgs = true
+		}
+	}
+	prg, err := env().Program(ast, cel.CostLimit(costLimit), cel.EvalOptions(cel.OptOptimize))
+	if err != nil {
+		return nil, false, err
+	}
+	partial, err := env().Program(ast, cel.CostLimit(costLimit), cel.EvalOptions(cel.OptPartialEval))
+	if err != nil {
+		return nil, false, err
+	}
+	return &condition{prg: prg, partial: partial}, usesArgs, nil
+}
+
+// errNotBool is a condition that evaluated to something other than a bool
+// (possible only through dyn values the checker could not see).
+var errNotBool = errors.New("the condition did not evaluate to a bool")
+
+// eval runs the condition for one call.
+func (c *condition) eval(a *activation) (bool, error) {
+	out, _, err := c.prg.Eval(a)
+	if err != nil {
+		return false, err
+	}
+	b, ok := out.(types.Bool)
+	if !ok {
+		return false, errNotBool
+	}
+	return bool(b), nil
+}
+
+// tri is the outcome of a condition when args are unknown.
+type tri int
+
+const (
+	triFalse tri = iota
+	triTrue
+	triMaybe // depends on args, or could not be evaluated
+)
+
+// evalPartial runs the condition with `args` unknown.
+func (c *condition) evalPartial(a *activation) tri {
+	pa, err := cel.PartialVars(a, cel.AttributePattern("args"))
+	if err != nil {
+		return triMaybe
+	}
+	out, _, err := c.partial.Eval(pa)
+	if err != nil {
+		// An error with args unknown may become a value once they are
+		// known (error || true is true), so it decides nothing.
+		return triMaybe
+	}
+	switch v := out.(type) {
+	case types.Bool:
+		if v {
+			return triTrue
+		}
+		return triFalse
+	}
+	return triMaybe // unknown, or not a bool
+}
+
+// activation resolves the four variables of a call, building the `tool`
+// and `caller` maps only when a condition reads them.
+type activation struct {
+	tool   *Tool
+	caller *Caller
+	args   map[string]any
+	now    time.Time
+
+	toolVal   ref.Val
+	callerVal ref.Val
+}
+
+var (
+	_           interpreter.Activation = (*activation)(nil)
+	emptyArgs                          = map[string]any{}
+	emptyAnnots                        = map[string]any{}
+)
+
+// ResolveName implements interpreter.Activation.
+func (a *activation) ResolveName(name string) (any, bool) {
+	switch name {
+	case "args":
+		if a.args == nil {
+			return emptyArgs, true
+		}
+		return a.args, true
+	case "tool":
+		if a.toolVal == nil {
+			a.toolVal = types.DefaultTypeAdapter.NativeToValue(toolMap(a.tool))
+		}
+		return a.toolVal, true
+	case "caller":
+		if a.callerVal == nil {
+			a.callerVal = types.DefaultTypeAdapter.NativeToValue(callerMap(a.caller))
+		}
+		return a.callerVal, true
+	case "now":
+		return a.now, true
+	}
+	return nil, false
+}
+
+// Parent implements interpreter.Activation.
+func (a *activation) Parent() interpreter.Activation { return nil }
+
+func toolMap(t *Tool) map[string]any {
+	annots := t.Annotations
+	if annots == nil {
+		annots = emptyAnnots
+	}
+	return map[string]any{
+		"path":        t.Path,
+		"namespace":   t.Namespace,
+		"source":      t.Source,
+		"source_id":   t.SourceID,
+		"type":        t.Type,
+		"method":      t.Method,
+		"annotations": annots,
+	}
+}
+
+func callerMap(c *Caller) map[string]any {
+	return map[string]any{
+		"user":    c.UserEmail,
+		"user_id": c.UserID,
+		"role":    c.Role,
+		"key":     c.KeyName,
+		"key_id":  c.KeyID,
+	}
+}
