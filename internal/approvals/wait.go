@@ -44,9 +44,13 @@ func (s *Service) waitWhile(ctx context.Context, orgID int64, id string, timeout
 	defer poll.Stop()
 	ticks := time.NewTicker(s.opts.TickInterval)
 	defer ticks.Stop()
-	// A pending request is re-read when it falls due, to mark it expired.
+	// A pending request is re-read when it falls due, to mark it expired,
+	// and then every second until the database's clock agrees.
 	due := time.NewTimer(max(time.Until(a.ExpiresAt), 0) + 10*time.Millisecond)
 	defer due.Stop()
+	if while != Pending {
+		due.Stop()
+	}
 	for {
 		select {
 		case <-ctx.Done():
@@ -62,7 +66,7 @@ func (s *Service) waitWhile(ctx context.Context, orgID int64, id string, timeout
 		case <-woken:
 		case <-poll.C:
 		case <-due.C:
-			due.Reset(s.opts.PollInterval)
+			due.Reset(time.Second)
 		}
 		a, err = s.reload(ctx, orgID, id, a)
 		if err != nil || a.Status != while {
