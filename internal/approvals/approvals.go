@@ -67,34 +67,37 @@ const DefaultTTL = 10 * time.Minute
 // ran it, and never runs it a second time.
 const StoppedMessage = "the replica executing this call stopped; its outcome is unknown"
 
-// Approval is a held call as people and the gateway see it. Arguments is
-// the redacted copy; the intact arguments come only from [Service.Claim].
+// Approval is a held call as people and the gateway see it, with the
+// field names the JSON API uses. Arguments is the redacted copy; the intact
+// arguments come only from [Service.Claim].
 type Approval struct {
-	ID                 string
-	OrgID, WorkspaceID int64
-	Tool, SourceID     string
+	ID          string `json:"id"`
+	OrgID       int64  `json:"-"`
+	WorkspaceID int64  `json:"workspace_id"`
+	Tool        string `json:"tool"`
+	SourceID    string `json:"source_id"`
 	// Arguments is the redacted copy, for display.
-	Arguments json.RawMessage
-	KeyID     *int64
-	KeyName   string
-	UserID    *int64
-	UserEmail string
-	UserName  string
-	Via       string
+	Arguments json.RawMessage `json:"arguments"`
+	KeyID     *int64          `json:"key_id"`
+	KeyName   string          `json:"key_name"`
+	UserID    *int64          `json:"user_id"`
+	UserEmail string          `json:"user_email"`
+	UserName  string          `json:"user_name"`
+	Via       string          `json:"via"`
 	// PolicyID is the rule that held the call; nil when the tool's default did.
-	PolicyID          *int64
-	Reason            string
-	AllowSelfApproval bool
-	Status            Status
-	RequestedAt       time.Time
-	ExpiresAt         time.Time
-	DecidedAt         *time.Time
-	DecidedBy         *int64
-	DecidedByEmail    string
-	Comment           string
+	PolicyID          *int64     `json:"policy_id"`
+	Reason            string     `json:"reason"`
+	AllowSelfApproval bool       `json:"allow_self_approval"`
+	Status            Status     `json:"status"`
+	RequestedAt       time.Time  `json:"requested_at"`
+	ExpiresAt         time.Time  `json:"expires_at"`
+	DecidedAt         *time.Time `json:"decided_at"`
+	DecidedBy         *int64     `json:"decided_by"`
+	DecidedByEmail    string     `json:"decided_by_email"`
+	Comment           string     `json:"comment"`
 	// ExecutedAt is when execution began while Executing, and when it
 	// ended once Executed.
-	ExecutedAt *time.Time
+	ExecutedAt *time.Time `json:"executed_at"`
 }
 
 func fromRow(r db.Approval) Approval {
