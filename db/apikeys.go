@@ -2,8 +2,20 @@ package db
 
 import (
 	"context"
+	"fmt"
+	"strconv"
+	"sync"
 	"time"
+
+	"github.com/jackc/pgx/v5"
 )
+
+// APIKeyChannel is the PostgreSQL notification channel on which every
+// change that can end or alter a key's grant is announced, in the changing
+// transaction, with the key's id as payload (migration 00011's triggers):
+// revocation, expiry, deletion (also of its workspace, organization or
+// owner), and a change or end of its owner's membership.
+const APIKeyChannel = "toolgate_api_keys"
 
 // APIKey is a workspace API key: agents send it to the MCP endpoint and act
 // as its owner. Only its hash is stored.
@@ -77,11 +89,87 @@ func (s *Store) APIKeyByID(ctx context.Context, orgID, workspaceID, id int64) (A
 	return k, translate(err)
 }
 
-// RevokeAPIKey ends one of a workspace's keys at once.
+// RevokeAPIKey ends one of a workspace's keys at once: the revoking
+// transaction announces it on [APIKeyChannel] to every replica, and the
+// functions registered with [Store.OnAPIKeyRevoked] run before it returns,
+// so this replica's caches drop the key synchronously.
 func (s *Store) RevokeAPIKey(ctx context.Context, orgID, workspaceID, id int64) error {
 	res, err := s.db.ExecContext(ctx, `UPDATE api_keys SET revoked_at = now()
 		WHERE org_id = $1 AND workspace_id = $2 AND id = $3 AND revoked_at IS NULL`, orgID, workspaceID, id)
-	return oneRow(res, err)
+	if err := oneRow(res, err); err != nil {
+		return err
+	}
+	s.keyHooks.run(id)
+	return nil
+}
+
+// keyHooks are the functions a Store calls when it revokes a key.
+type keyHooks struct {
+	mu   sync.Mutex
+	next int
+	fns  map[int]func(keyID int64)
+}
+
+// OnAPIKeyRevoked registers f to run each time this Store revokes a key,
+// after the revocation commits and before RevokeAPIKey returns; remove
+// unregisters it. Revocations by other processes arrive through
+// [Store.ListenAPIKeyChanges].
+func (s *Store) OnAPIKeyRevoked(f func(keyID int64)) (remove func()) {
+	h := &s.keyHooks
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.fns == nil {
+		h.fns = map[int]func(int64){}
+	}
+	h.next++
+	n := h.next
+	h.fns[n] = f
+	return func() {
+		h.mu.Lock()
+		delete(h.fns, n)
+		h.mu.Unlock()
+	}
+}
+
+func (h *keyHooks) run(keyID int64) {
+	h.mu.Lock()
+	fns := make([]func(int64), 0, len(h.fns))
+	for _, f := range h.fns {
+		fns = append(fns, f)
+	}
+	h.mu.Unlock()
+	for _, f := range fns {
+		f(keyID)
+	}
+}
+
+// ListenAPIKeyChanges holds a connection of its own that LISTENs on
+// [APIKeyChannel], calls ready once it listens, then changed with each
+// announced key id (0 for a payload that is not one: drop everything),
+// until ctx ends or the connection fails; it returns why. Announcements
+// made while nobody listened are lost: a caller starting again must forget
+// what it knew.
+func (s *Store) ListenAPIKeyChanges(ctx context.Context, ready func(), changed func(keyID int64)) error {
+	conn, err := pgx.ConnectConfig(ctx, s.pool.Config().ConnConfig.Copy())
+	if err != nil {
+		return fmt.Errorf("connect to listen for key changes: %w", err)
+	}
+	defer conn.Close(context.WithoutCancel(ctx))
+	if _, err := conn.Exec(ctx, "LISTEN "+APIKeyChannel); err != nil {
+		return fmt.Errorf("listen for key changes: %w", err)
+	}
+	ready()
+	for {
+		n, err := conn.WaitForNotification(ctx)
+		if err != nil {
+			return fmt.Errorf("wait for key changes: %w", err)
+		}
+		id, err := strconv.ParseInt(n.Payload, 10, 64)
+		if err != nil {
+			id = 0
+		}
+		changed(id)
+	}
 }
 
 // APIKeyByHash finds a live key: not revoked, not expired, and owned by

@@ -71,8 +71,9 @@ func Migrate(ctx context.Context, pool *pgxpool.Pool) error {
 
 // Store wraps the database handle that every query goes through.
 type Store struct {
-	db   *sqlx.DB
-	pool *pgxpool.Pool
+	db       *sqlx.DB
+	pool     *pgxpool.Pool
+	keyHooks keyHooks
 }
 
 // Open connects to PostgreSQL and checks the connection.

@@ -18,6 +18,8 @@ func TestMain(m *testing.M) { testenv.Main(m) }
 
 // keyFixture is an organization with an owner, a member and a workspace.
 type keyFixture struct {
+	// url is the test's database, for a second connection to it.
+	url           string
 	store         *db.Store
 	authn         *auth.Authenticator
 	ten           *tenancy.Service
@@ -29,12 +31,13 @@ type keyFixture struct {
 func newKeyFixture(t *testing.T) *keyFixture {
 	t.Helper()
 	ctx := context.Background()
-	store, err := db.Open(ctx, testenv.DatabaseURL(t))
+	url := testenv.DatabaseURL(t)
+	store, err := db.Open(ctx, url)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(store.Close)
-	f := &keyFixture{store: store, authn: &auth.Authenticator{Store: store}, ten: &tenancy.Service{Store: store}}
+	f := &keyFixture{url: url, store: store, authn: &auth.Authenticator{Store: store}, ten: &tenancy.Service{Store: store}}
 	owner, org, err := f.ten.CreateAccount(ctx, "owner@keys.test", "Owner", "correct horse battery", "Keys")
 	if err != nil {
 		t.Fatal(err)

@@ -64,6 +64,11 @@ type Options struct {
 	Logger                       *slog.Logger
 	// SessionIdle, LocalIdle and PollInterval default to the constants above.
 	SessionIdle, LocalIdle, PollInterval time.Duration
+	// KeyCacheTTL bounds how long this replica serves an API key's grant
+	// from memory (see [tgauth.KeyCache]); zero is
+	// [tgauth.DefaultKeyCacheTTL], negative checks every request in the
+	// database.
+	KeyCacheTTL time.Duration
 }
 
 // Handler serves /mcp. Close stops its background work.
@@ -77,6 +82,7 @@ type Handler struct {
 	direct    *directServers
 	sessions  *sessions
 	stateless *mcp.StreamableHTTPHandler
+	keys      *tgauth.KeyCache
 	stop      context.CancelFunc
 	done      sync.WaitGroup
 }
@@ -96,6 +102,9 @@ func New(o Options) *Handler {
 		o.PollInterval = DefaultPollInterval
 	}
 	h := &Handler{opts: o, log: o.Logger}
+	if o.KeyCacheTTL >= 0 {
+		h.keys = tgauth.NewKeyCache(o.Auth, tgauth.KeyCacheOptions{TTL: o.KeyCacheTTL, Logger: o.Logger})
+	}
 	h.allow(o.BaseURL, o.AllowedHosts, o.AllowedOrigins)
 	h.search = h.newSearchServer()
 	h.direct = newDirectServers(h)
@@ -121,6 +130,9 @@ func (h *Handler) Close() {
 	h.stop()
 	h.done.Wait()
 	h.sessions.closeAll()
+	if h.keys != nil {
+		h.keys.Close()
+	}
 }
 
 // loop keeps direct-mode tool lists current and forgets idle sessions.
@@ -208,6 +220,8 @@ func (c caller) gatewayCaller() gateway.Caller {
 	return gateway.Caller{
 		OrgID: c.grant.Org.ID, WorkspaceID: c.grant.Workspace.ID,
 		UserID: c.grant.User.ID, KeyID: &id, Via: gateway.ViaMCP,
+		Role: c.grant.Role, UserEmail: c.grant.User.Email, KeyName: c.grant.Key.Name,
+		OrgSlug: c.grant.Org.Slug, WorkspaceSlug: c.grant.Workspace.Slug,
 	}
 }
 
@@ -267,7 +281,7 @@ func (h *Handler) authenticate(w http.ResponseWriter, r *http.Request) (caller, 
 		http.Error(w, "Unauthorized: send a workspace API key as Authorization: Bearer tgk_... (create one on the workspace's API keys page)", http.StatusUnauthorized)
 		return caller{}, false
 	}
-	g, err := h.opts.Auth.APIKey(r.Context(), fields[1])
+	g, err := h.apiKey(r.Context(), fields[1])
 	if errors.Is(err, tgauth.ErrUnauthenticated) {
 		w.Header().Set("WWW-Authenticate", challenge+`, error="invalid_token", error_description="the API key is unknown, revoked or expired"`)
 		http.Error(w, "Unauthorized: the API key is unknown, revoked or expired", http.StatusUnauthorized)
@@ -286,6 +300,14 @@ func (h *Handler) authenticate(w http.ResponseWriter, r *http.Request) (caller, 
 		mode = m
 	}
 	return caller{grant: g, mode: mode}, true
+}
+
+// apiKey checks a key through the cache when there is one.
+func (h *Handler) apiKey(ctx context.Context, bearer string) (db.APIKeyGrant, error) {
+	if h.keys != nil {
+		return h.keys.APIKey(ctx, bearer)
+	}
+	return h.opts.Auth.APIKey(ctx, bearer)
 }
 
 // serverFor is the MCP server of a request's mode and workspace.
