@@ -3,11 +3,14 @@ package policy
 import (
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 	"sync"
 	"time"
 	"unicode/utf8"
 
 	"cel.dev/cel-go/cel"
+	celast "cel.dev/cel-go/common/ast"
 	"cel.dev/cel-go/common/types"
 	"cel.dev/cel-go/common/types/ref"
 	"cel.dev/cel-go/ext"
@@ -92,7 +95,67 @@ func compileCondition(src string) (*cel.Ast, *ConditionError) {
 			Line: 1, Column: 1,
 		}
 	}
+	if cerr := checkKeys(src, ast.NativeRep()); cerr != nil {
+		return nil, cerr
+	}
 	return ast, nil
+}
+
+// fixedKeys are the keys of the `tool` and `caller` maps. The checker sees
+// both as map(string, dyn), so a misspelt key would compile and then fail
+// every call; checkKeys reports it at once instead.
+var fixedKeys = map[string][]string{
+	"tool":   {"path", "namespace", "source", "source_id", "type", "method", "annotations"},
+	"caller": {"user", "user_id", "role", "key", "key_id"},
+}
+
+// checkKeys reports the first `tool.x` or `caller.x` whose key does not
+// exist.
+func checkKeys(src string, a *celast.AST) *ConditionError {
+	refs := a.ReferenceMap()
+	var bad celast.Expr
+	badOff := -1
+	celast.PreOrderVisit(a.Expr(), celast.NewExprVisitor(func(e celast.Expr) {
+		if e.Kind() != celast.SelectKind {
+			return
+		}
+		sel := e.AsSelect()
+		op := sel.Operand()
+		if op.Kind() != celast.IdentKind {
+			return
+		}
+		ref, ok := refs[op.ID()]
+		if !ok {
+			return // a comprehension variable, not the declared one
+		}
+		keys, fixed := fixedKeys[ref.Name]
+		if !fixed || slices.Contains(keys, sel.FieldName()) {
+			return
+		}
+		off := -1
+		if r, ok := a.SourceInfo().GetOffsetRange(e.ID()); ok {
+			off = int(r.Start)
+		}
+		if bad == nil || off < badOff {
+			bad, badOff = e, off
+		}
+	}))
+	if bad == nil {
+		return nil
+	}
+	sel := bad.AsSelect()
+	name := sel.Operand().AsIdent()
+	msg := fmt.Sprintf("%s has no key %q; its keys are %s", name, sel.FieldName(), strings.Join(fixedKeys[name], ", "))
+	line, col := 1, 0
+	if loc := a.SourceInfo().GetStartLocation(bad.ID()); loc.Line() > 0 {
+		line, col = loc.Line(), loc.Column()
+	}
+	off := byteOffset(src, line, col)
+	if off < len(src) && src[off] == '.' {
+		off++ // point at the key, not the dot before it
+	}
+	line, col1 := lineCol(src, off)
+	return &ConditionError{Message: msg, Line: line, Column: col1, Offset: off}
 }
 
 // issueError turns the first of cel-go's issues into a ConditionError.

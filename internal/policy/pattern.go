@@ -3,6 +3,7 @@ package policy
 import (
 	"fmt"
 	"strings"
+	"unicode/utf8"
 )
 
 // MaxPatternLen is the longest path pattern a rule may carry.
@@ -53,10 +54,10 @@ func checkSegment(seg string, n int) error {
 	case strings.Contains(seg, "*"):
 		return fmt.Errorf("`*` must be a whole segment (segment %d is %q)", n, seg)
 	}
-	for i := 0; i < len(seg); i++ {
-		if !literalByte(seg[i]) {
+	for _, r := range seg {
+		if r >= utf8.RuneSelf || !literalByte(byte(r)) {
 			return fmt.Errorf("segment %d (%q) has %q; a segment is letters, digits, _ and -, or * or **",
-				n, seg, rune(seg[i]))
+				n, seg, r)
 		}
 	}
 	return nil

@@ -302,12 +302,9 @@ func defaultReason(t *Tool) string {
 		s = "No rule matched; the tool's default is to require approval"
 	}
 	v := t.DefaultApproval
-	switch {
-	case t.ApprovalOverride != "":
+	if t.ApprovalOverride != "" {
 		s += " (its source overrides it)"
 		v = t.ApprovalOverride
-	case t.Type != "":
-		s += " (as a " + t.Type + " tool)"
 	}
 	if v != "auto" && v != "required" {
 		s += ", since its default approval " + strconv.Quote(v) + " is not auto or required and so fails closed"
