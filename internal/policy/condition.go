@@ -6,15 +6,12 @@ import (
 	"slices"
 	"strings"
 	"sync"
-	"time"
 	"unicode/utf8"
 
 	"cel.dev/cel-go/cel"
 	celast "cel.dev/cel-go/common/ast"
 	"cel.dev/cel-go/common/types"
-	"cel.dev/cel-go/common/types/ref"
 	"cel.dev/cel-go/ext"
-	"cel.dev/cel-go/interpreter"
 )
 
 // MaxConditionLen is the longest CEL condition a rule may carry, in bytes.
@@ -113,6 +110,15 @@ var fixedKeys = map[string][]string{
 // exist.
 func checkKeys(src string, a *celast.AST) *ConditionError {
 	refs := a.ReferenceMap()
+	// A comprehension variable may be called tool or caller; the checker
+	// names it like the global, so leave such a name unchecked.
+	shadowed := map[string]bool{}
+	celast.PreOrderVisit(a.Expr(), celast.NewExprVisitor(func(e celast.Expr) {
+		if e.Kind() == celast.ComprehensionKind {
+			c := e.AsComprehension()
+			shadowed[c.IterVar()], shadowed[c.IterVar2()], shadowed[c.AccuVar()] = true, true, true
+		}
+	}))
 	var bad celast.Expr
 	badOff := -1
 	celast.PreOrderVisit(a.Expr(), celast.NewExprVisitor(func(e celast.Expr) {
@@ -129,7 +135,7 @@ func checkKeys(src string, a *celast.AST) *ConditionError {
 			return // a comprehension variable, not the declared one
 		}
 		keys, fixed := fixedKeys[ref.Name]
-		if !fixed || slices.Contains(keys, sel.FieldName()) {
+		if !fixed || shadowed[ref.Name] || slices.Contains(keys, sel.FieldName()) {
 			return
 		}
 		off := -1
@@ -235,33 +241,70 @@ func firstInvalidUTF8(s string) int {
 type condition struct {
 	prg     cel.Program
 	partial cel.Program
+	uses    uses
 }
 
-// newCondition compiles src into programs with a cost limit, and says
-// whether the condition reads `args`.
-func newCondition(src string) (*condition, bool, error) {
+// newCondition compiles src into programs with a cost limit.
+func newCondition(src string) (*condition, error) {
 	ast, cerr := compileCondition(src)
 	if cerr != nil {
-		return nil, false, fmt.Errorf("line %d, column %d: %s", cerr.Line, cerr.Column, cerr.Message)
+		return nil, fmt.Errorf("line %d, column %d: %s", cerr.Line, cerr.Column, cerr.Message)
 	}
 	if ast == nil {
-		return nil, false, nil
-	}
-	usesArgs := false
-	for _, ref := range ast.NativeRep().ReferenceMap() {
-		if ref.Name == "args" {
-			usesArgs = true
-		}
+		return nil, nil
 	}
 	prg, err := env().Program(ast, cel.CostLimit(costLimit), cel.EvalOptions(cel.OptOptimize))
 	if err != nil {
-		return nil, false, err
+		return nil, err
 	}
 	partial, err := env().Program(ast, cel.CostLimit(costLimit), cel.EvalOptions(cel.OptPartialEval))
 	if err != nil {
-		return nil, false, err
+		return nil, err
 	}
-	return &condition{prg: prg, partial: partial}, usesArgs, nil
+	return &condition{prg: prg, partial: partial, uses: usesOf(ast.NativeRep())}, nil
+}
+
+// uses says which variables a condition reads, and how.
+type uses struct {
+	args bool
+	// wholeTool and wholeCaller: the condition uses `tool` or `caller`
+	// other than by selecting a key (`"method" in tool`, `tool["path"]`),
+	// so it needs them as real maps.
+	wholeTool, wholeCaller bool
+}
+
+// usesOf walks a checked AST for the declared variables it reads.
+func usesOf(a *celast.AST) uses {
+	refs := a.ReferenceMap()
+	declared := func(e celast.Expr) string {
+		if e.Kind() != celast.IdentKind {
+			return ""
+		}
+		if ref, ok := refs[e.ID()]; ok {
+			return ref.Name
+		}
+		return ""
+	}
+	var u uses
+	selected := map[int64]bool{} // idents that are a select's operand
+	celast.PreOrderVisit(a.Expr(), celast.NewExprVisitor(func(e celast.Expr) {
+		if e.Kind() == celast.SelectKind {
+			if op := e.AsSelect().Operand(); declared(op) != "" {
+				selected[op.ID()] = true
+			}
+		}
+	}))
+	celast.PreOrderVisit(a.Expr(), celast.NewExprVisitor(func(e celast.Expr) {
+		switch declared(e) {
+		case "args":
+			u.args = true
+		case "tool":
+			u.wholeTool = u.wholeTool || !selected[e.ID()]
+		case "caller":
+			u.wholeCaller = u.wholeCaller || !selected[e.ID()]
+		}
+	}))
+	return u
 }
 
 // errNotBool is a condition that evaluated to something other than a bool
@@ -270,6 +313,7 @@ var errNotBool = errors.New("the condition did not evaluate to a bool")
 
 // eval runs the condition for one call.
 func (c *condition) eval(a *activation) (bool, error) {
+	a.uses = c.uses
 	out, _, err := c.prg.Eval(a)
 	if err != nil {
 		return false, err
@@ -292,6 +336,7 @@ const (
 
 // evalPartial runs the condition with `args` unknown.
 func (c *condition) evalPartial(a *activation) tri {
+	a.uses = c.uses
 	pa, err := cel.PartialVars(a, cel.AttributePattern("args"))
 	if err != nil {
 		return triMaybe
@@ -310,75 +355,4 @@ func (c *condition) evalPartial(a *activation) tri {
 		return triFalse
 	}
 	return triMaybe // unknown, or not a bool
-}
-
-// activation resolves the four variables of a call, building the `tool`
-// and `caller` maps only when a condition reads them.
-type activation struct {
-	tool   *Tool
-	caller *Caller
-	args   map[string]any
-	now    time.Time
-
-	toolVal   ref.Val
-	callerVal ref.Val
-}
-
-var (
-	_           interpreter.Activation = (*activation)(nil)
-	emptyArgs                          = map[string]any{}
-	emptyAnnots                        = map[string]any{}
-)
-
-// ResolveName implements interpreter.Activation.
-func (a *activation) ResolveName(name string) (any, bool) {
-	switch name {
-	case "args":
-		if a.args == nil {
-			return emptyArgs, true
-		}
-		return a.args, true
-	case "tool":
-		if a.toolVal == nil {
-			a.toolVal = types.DefaultTypeAdapter.NativeToValue(toolMap(a.tool))
-		}
-		return a.toolVal, true
-	case "caller":
-		if a.callerVal == nil {
-			a.callerVal = types.DefaultTypeAdapter.NativeToValue(callerMap(a.caller))
-		}
-		return a.callerVal, true
-	case "now":
-		return a.now, true
-	}
-	return nil, false
-}
-
-// Parent implements interpreter.Activation.
-func (a *activation) Parent() interpreter.Activation { return nil }
-
-func toolMap(t *Tool) map[string]any {
-	annots := t.Annotations
-	if annots == nil {
-		annots = emptyAnnots
-	}
-	return map[string]any{
-		"path":        t.Path,
-		"namespace":   t.Namespace,
-		"source":      t.Source,
-		"source_id":   t.SourceID,
-		"type":        t.Type,
-		"method":      t.Method,
-		"annotations": annots,
-	}
-}
-
-func callerMap(c *Caller) map[string]any {
-	return map[string]any{
-		"user":    c.UserEmail,
-		"user_id": c.UserID,
-		"role":    c.Role,
-		"key":     c.KeyName,
-		"key_id":  c.KeyID,
-	}
 }

@@ -26,6 +26,7 @@ func TestCheckCondition(t *testing.T) {
 		{`args.name.lowerAscii().startsWith("prod-")`, nil},
 		{`args.tags.exists(t, t == "prod")`, nil},
 		{"[1].exists(tool, tool > 0)", nil}, // a comprehension variable may shadow `tool`
+		{`[{"methd": 1}].exists(tool, tool.methd == 1)`, nil},
 		{"args.x", &ConditionError{Message: "the condition must be a bool, but it is dyn", Line: 1, Column: 1}},
 		{"1 + 2", &ConditionError{Message: "the condition must be a bool, but it is int", Line: 1, Column: 1}},
 		{"1 +", &ConditionError{Message: "Syntax error: mismatched input '<EOF>'", Line: 1, Column: 4, Offset: 3}},
@@ -67,11 +68,11 @@ func TestCheckCondition(t *testing.T) {
 // evalCondition compiles src and evaluates it for one call.
 func evalCondition(t *testing.T, src string, tool Tool, caller Caller, args map[string]any, now time.Time) (bool, error) {
 	t.Helper()
-	cond, _, err := newCondition(src)
+	cond, err := newCondition(src)
 	if err != nil {
 		t.Fatalf("condition %q does not compile: %v", src, err)
 	}
-	return cond.eval(&activation{tool: &tool, caller: &caller, args: args, now: now})
+	return cond.eval(&activation{tool: tool, caller: caller, args: args, now: now})
 }
 
 func TestConditionValues(t *testing.T) {
@@ -116,6 +117,10 @@ func TestConditionValues(t *testing.T) {
 		{"caller fields", `caller.role == "admin" && caller.user == "ada@example.com" && caller.user_id == 7 &&
 			caller.key == "ci" && caller.key_id == 3`, tool, caller, nil, true, ""},
 		{"console caller", `caller.key == "" && caller.key_id == 0`, tool, console, nil, true, ""},
+		{"tool as a whole", `"method" in tool && tool["method"] == "DELETE" && tool.path.startsWith("github.")`, tool, caller, nil, true, ""},
+		{"caller as a whole", `size(caller) == 5 && caller.user_id == 7 && "key_id" in caller`, tool, caller, nil, true, ""},
+		{"missing annotation", "tool.annotations.readOnlyHint == true", tool, caller, nil, false, "no such key: readOnlyHint"},
+		{"has on tool", "has(tool.method) && has(caller.key)", tool, caller, nil, true, ""},
 		{"now hours", "now.getHours() >= 9 && now.getHours() < 17", tool, caller, nil, true, ""},
 		{"now weekday", "now.getDayOfWeek() == 0", tool, caller, nil, true, ""},
 		{"now before", `now < timestamp("2026-01-01T00:00:00Z")`, tool, caller, nil, false, ""},
@@ -144,22 +149,26 @@ func TestConditionValues(t *testing.T) {
 	}
 }
 
-func TestConditionUsesArgs(t *testing.T) {
-	for src, want := range map[string]bool{
-		"args.amount > 1":                true,
-		"has(args.x)":                    true,
-		`tool.method == "GET"`:           false,
-		`caller.role == "admin"`:         false,
-		"size(args) > 0":                 true,
-		"now.getHours() > 9 || true":     false,
-		`args.x == 1 || tool.type == ""`: true,
+func TestConditionUses(t *testing.T) {
+	for src, want := range map[string]uses{
+		"args.amount > 1":                          {args: true},
+		"has(args.x)":                              {args: true},
+		"size(args) > 0":                           {args: true},
+		`tool.method == "GET"`:                     {},
+		`has(tool.annotations.readOnlyHint)`:       {},
+		`caller.role == "admin"`:                   {},
+		`"method" in tool`:                         {wholeTool: true},
+		`tool["method"] == "GET"`:                  {wholeTool: true},
+		`tool.method == "GET" && size(caller) > 0`: {wholeCaller: true},
+		"now.getHours() > 9 || true":               {},
+		`args.x == 1 || tool.type == ""`:           {args: true},
 	} {
-		_, got, err := newCondition(src)
+		cond, err := newCondition(src)
 		if err != nil {
 			t.Fatalf("newCondition(%q): %v", src, err)
 		}
-		if got != want {
-			t.Errorf("newCondition(%q) says usesArgs = %v, want %v", src, got, want)
+		if cond.uses != want {
+			t.Errorf("newCondition(%q) uses %+v, want %+v", src, cond.uses, want)
 		}
 	}
 }

@@ -21,8 +21,6 @@ type Set struct {
 type compiled struct {
 	rule Rule
 	cond *condition
-	// usesArgs: the condition reads `args` (else Hidden can evaluate it fully).
-	usesArgs bool
 	// broken says why the target or selector cannot be evaluated; the
 	// rule then matches every call if its effect is stricter than allow.
 	broken string
@@ -92,11 +90,11 @@ func compile(r Rule) compiled {
 	}
 	c.broken = checkTargetSelector(r)
 	if r.Condition != "" {
-		cond, usesArgs, err := newCondition(r.Condition)
+		cond, err := newCondition(r.Condition)
 		if err != nil {
 			c.condBroken = "its condition does not compile (" + err.Error() + ")"
 		}
-		c.cond, c.usesArgs = cond, usesArgs
+		c.cond = cond
 	}
 
 	c.label = "rule #" + strconv.FormatInt(r.ID, 10) + " of the " + levelNoun(c.rule.Level) +
@@ -259,9 +257,9 @@ func (c *compiled) match(a *activation) (matched bool, why string, condErr error
 	switch {
 	case c.broken != "":
 		return c.failClosed(), c.whyBroken, nil
-	case !c.targets(a.caller):
+	case !c.targets(&a.caller):
 		return false, c.whyTarget, nil
-	case !c.selects(a.tool):
+	case !c.selects(&a.tool):
 		return false, c.whySelector, nil
 	case c.condBroken != "":
 		return c.failClosed(), c.whyBroken, nil
@@ -327,15 +325,15 @@ func defaultReason(t *Tool) string {
 // fails; its cost is evaluating the conditions it reaches plus the Steps
 // slice. The returned Rule points into the Set and must not be modified.
 func (s *Set) Decide(t Tool, c Caller, args map[string]any, now time.Time) Decision {
-	a := activation{tool: &t, caller: &c, args: args, now: now}
+	a := &activation{tool: t, caller: c, args: args, now: now}
 	var steps []Step
 	var org, ws []compiled
 	if s != nil {
 		org, ws = s.org, s.ws
 		steps = make([]Step, 0, len(org)+len(ws))
 	}
-	oi, oerr, steps := firstMatch(org, &a, steps)
-	wi, werr, steps := firstMatch(ws, &a, steps)
+	oi, oerr, steps := firstMatch(org, a, steps)
+	wi, werr, steps := firstMatch(ws, a, steps)
 
 	d := Decision{Steps: steps}
 	switch {
@@ -428,9 +426,9 @@ func (s *Set) Hidden(t Tool, c Caller, now time.Time) bool {
 	if s == nil {
 		return DefaultEffect(t) == Deny
 	}
-	a := activation{tool: &t, caller: &c, now: now}
-	org := possible(s.org, &a)
-	ws := possible(s.ws, &a)
+	a := &activation{tool: t, caller: c, now: now}
+	org := possible(s.org, a)
+	ws := possible(s.ws, a)
 	def := DefaultEffect(t)
 	for _, o := range outcomes(org) {
 		for _, w := range outcomes(ws) {
@@ -491,13 +489,13 @@ func (c *compiled) mayMatch(a *activation) tri {
 	switch {
 	case c.broken != "":
 		return closed
-	case !c.targets(a.caller) || !c.selects(a.tool):
+	case !c.targets(&a.caller) || !c.selects(&a.tool):
 		return triFalse
 	case c.condBroken != "":
 		return closed
 	case c.cond == nil:
 		return triTrue
-	case c.usesArgs:
+	case c.cond.uses.args:
 		return c.cond.evalPartial(a)
 	}
 	// The condition does not read args: evaluate it as a call would.
