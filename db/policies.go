@@ -288,3 +288,13 @@ func (s *Store) PolicyKey(ctx context.Context, orgID int64, workspaceID *int64, 
 		orgID, workspaceID, id)
 	return k, translate(err)
 }
+
+// ToolPaths lists the paths of the tools a workspace sees, for the
+// simulator's suggestions.
+func (s *Store) ToolPaths(ctx context.Context, orgID, workspaceID int64) ([]string, error) {
+	out := []string{}
+	err := s.db.SelectContext(ctx, &out, `SELECT t.path FROM sources s JOIN source_tools t ON t.source_id = s.id
+		WHERE s.org_id = $1 AND (s.workspace_id IS NULL OR s.workspace_id = $2) AND s.enabled
+		ORDER BY t.path LIMIT 2000`, orgID, workspaceID)
+	return out, err
+}

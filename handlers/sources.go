@@ -132,6 +132,9 @@ func (s *Server) createSource(c echo.Context) error {
 		in.ActorID = actorID(c)
 		src, err = s.sources.Create(c.Request().Context(), orgOf(c).ID, workspaceIDOf(c), in)
 	}
+	if err == nil {
+		src, err = s.saveApprovalOverride(c.Request().Context(), src, overrideOf(f.ApprovalOverride))
+	}
 	if errors.As(err, &f.Errors) {
 		return s.renderSourceForm(c, http.StatusUnprocessableEntity, f, nil)
 	} else if err != nil {
@@ -254,7 +257,8 @@ func detailOf(c echo.Context, v sourceView) viewsources.Detail {
 	d := viewsources.Detail{ID: v.ID, Name: v.Name, Slug: v.Slug, Type: v.Type, Scope: v.Scope, State: v.State, Error: v.Error,
 		Enabled: v.Enabled, Config: string(cfg), ToolCount: v.ToolCount, Server: v.Server, BaseURL: v.BaseURL, SpecHash: v.SpecHash,
 		DiscoveryMS: v.DiscoveryMS, LastRefreshed: v.LastRefreshedAt, LastSuccess: v.LastSuccessAt, LastFailure: v.LastFailureAt,
-		CreatedAt: v.CreatedAt, URL: sourceURL(c, v.ID), EditURL: sourceURL(c, v.ID) + "/edit", SecretKeys: sources.SecretKeys(v.config)}
+		CreatedAt: v.CreatedAt, URL: sourceURL(c, v.ID), EditURL: sourceURL(c, v.ID) + "/edit", SecretKeys: sources.SecretKeys(v.config),
+		ApprovalOverride: deref(v.ApprovalOverride)}
 	_ = json.Unmarshal(v.Warnings, &d.Warnings)
 	if db.Present(v.Quality) {
 		d.Quality = &sources.Quality{}
@@ -307,6 +311,9 @@ func (s *Server) updateSource(c echo.Context) error {
 	var updated db.Source
 	if err == nil {
 		updated, err = s.sources.Update(c.Request().Context(), src, sources.Patch{Name: &in.Name, Config: in.Config, ActorID: actorID(c)})
+	}
+	if err == nil {
+		updated, err = s.saveApprovalOverride(c.Request().Context(), updated, overrideOf(f.ApprovalOverride))
 	}
 	if errors.As(err, &f.Errors) {
 		return s.renderSourceForm(c, http.StatusUnprocessableEntity, f, nil)
@@ -445,6 +452,8 @@ type sourceJSON struct {
 	LastFailureAt   *string              `json:"last_failure_at"`
 	CreatedAt       string               `json:"created_at"`
 	UpdatedAt       string               `json:"updated_at"`
+	// ApprovalOverride is "auto", "required" or null (each tool's default).
+	ApprovalOverride *string `json:"approval_override"`
 }
 
 func (s *Server) sourceJSON(src db.Source) (sourceJSON, error) {
@@ -455,7 +464,7 @@ func (s *Server) sourceJSON(src db.Source) (sourceJSON, error) {
 	out := sourceJSON{ID: src.ID, Name: src.Name, Namespace: src.Slug, Type: src.Type, Scope: src.Scope, Workspace: src.WorkspaceSlug,
 		Enabled: src.Enabled, Config: v.masked, ConfigVersion: src.ConfigVersion, State: src.State, Error: src.Error,
 		ToolCount: src.ToolCount, Warnings: []sources.Warning{}, SecretKeys: sources.SecretKeys(v.config), SpecHash: src.SpecHash,
-		AuthFingerprint: src.AuthFingerprint, BaseURL: src.BaseURL, Server: src.Server,
+		AuthFingerprint: src.AuthFingerprint, BaseURL: src.BaseURL, Server: src.Server, ApprovalOverride: src.ApprovalOverride,
 		LastRefreshedAt: optTime(src.LastRefreshedAt), LastSuccessAt: optTime(src.LastSuccessAt), LastFailureAt: optTime(src.LastFailureAt),
 		CreatedAt: src.CreatedAt.UTC().Format(timeFormat), UpdatedAt: src.UpdatedAt.UTC().Format(timeFormat)}
 	if out.SecretKeys == nil {
@@ -499,17 +508,31 @@ func (s *Server) apiSources(c echo.Context) error {
 	return c.JSON(http.StatusOK, list(out))
 }
 
+// sourceInputJSON creates a source: the service's input and the
+// source's approval override.
+type sourceInputJSON struct {
+	sources.Input
+	ApprovalOverride *string `json:"approval_override"`
+}
+
 func (s *Server) apiCreateSource(c echo.Context) error {
-	var in sources.Input
-	if err := decodeJSON(c, &in); err != nil {
+	var body sourceInputJSON
+	if err := decodeJSON(c, &body); err != nil {
 		return err
 	}
+	if problems := checkApprovalOverride(body.ApprovalOverride); problems != nil {
+		return problems
+	}
+	in := body.Input
 	if workspaceIDOf(c) == nil {
 		in.Scope = sources.ScopeOrganization
 	}
 	in.ActorID = actorID(c)
 	src, err := s.sources.Create(c.Request().Context(), orgOf(c).ID, workspaceIDOf(c), in)
 	if err != nil {
+		return err
+	}
+	if src, err = s.saveApprovalOverride(c.Request().Context(), src, body.ApprovalOverride); err != nil {
 		return err
 	}
 	return s.writeSource(c, http.StatusCreated, src)
@@ -519,15 +542,36 @@ func (s *Server) apiSource(c echo.Context) error {
 	return s.writeSource(c, http.StatusOK, sourceOf(c))
 }
 
+// sourcePatchJSON changes a source: the service's patch, and the
+// approval override when sent.
+type sourcePatchJSON struct {
+	sources.Patch
+	ApprovalOverride approvalOverrideJSON `json:"approval_override"`
+}
+
+// apiUpdateSource applies a patch. A patch of the approval override alone
+// does not rediscover the source's tools.
 func (s *Server) apiUpdateSource(c echo.Context) error {
-	var p sources.Patch
-	if err := decodeJSON(c, &p); err != nil {
+	var body sourcePatchJSON
+	if err := decodeJSON(c, &body); err != nil {
 		return err
 	}
+	if problems := checkApprovalOverride(body.ApprovalOverride.Value); problems != nil {
+		return problems
+	}
+	ctx := c.Request().Context()
+	p, src := body.Patch, sourceOf(c)
 	p.ActorID = actorID(c)
-	src, err := s.sources.Update(c.Request().Context(), sourceOf(c), p)
-	if err != nil {
-		return err
+	var err error
+	if p.Name != nil || p.Enabled != nil || len(p.Config) > 0 || !body.ApprovalOverride.Set {
+		if src, err = s.sources.Update(ctx, src, p); err != nil {
+			return err
+		}
+	}
+	if body.ApprovalOverride.Set {
+		if src, err = s.saveApprovalOverride(ctx, src, body.ApprovalOverride.Value); err != nil {
+			return err
+		}
 	}
 	return s.writeSource(c, http.StatusOK, src)
 }

@@ -1,6 +1,7 @@
 package handlers
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/toolgate/toolgate/db"
 	"github.com/toolgate/toolgate/internal/sources"
 	"github.com/toolgate/toolgate/internal/validation"
 	viewsources "github.com/toolgate/toolgate/views/sources"
@@ -24,8 +26,12 @@ func sourceForm(c echo.Context) (viewsources.Form, sources.Input, validation.Err
 		Env: c.FormValue("env"), Cwd: c.FormValue("cwd"), URL: c.FormValue("url"), Headers: c.FormValue("headers"),
 		Spec: c.FormValue("spec"), BaseURL: c.FormValue("base_url"), Endpoint: c.FormValue("endpoint"), Schema: c.FormValue("schema"),
 		ConnectTimeout: c.FormValue("connect_timeout"), CallTimeout: c.FormValue("call_timeout"),
+		ApprovalOverride: c.FormValue("approval_override"),
 	}
 	problems := validation.Errors{}
+	if err := checkApprovalOverride(overrideOf(f.ApprovalOverride)); err != nil {
+		problems.Add("approval_override", err["approval_override"])
+	}
 	in := sources.Input{Name: f.Name, Type: sources.Type(f.Type), Scope: sources.Scope(f.Scope)}
 	var cfg any
 	switch in.Type {
@@ -118,6 +124,9 @@ func pairs(s, sep, field, shape string, problems validation.Errors) map[string]s
 // formOf fills the form from a saved source, with secrets masked.
 func formOf(src sourceView) viewsources.Form {
 	f := viewsources.Form{Name: src.Name, Type: src.Type, Scope: src.Scope, Editing: true}
+	if src.ApprovalOverride != nil {
+		f.ApprovalOverride = *src.ApprovalOverride
+	}
 	switch c := src.config.(type) {
 	case *sources.MCPConfig:
 		f.Transport, f.Command, f.Cwd, f.URL = c.Transport, c.Command, c.Cwd, c.URL
@@ -154,4 +163,43 @@ func joinPairs(m map[string]string, sep string) string {
 		b.WriteString(k + sep + m[k] + "\n")
 	}
 	return b.String()
+}
+
+// overrideOf reads the form's approval override: empty is none (nil).
+func overrideOf(v string) *string {
+	if v == "" {
+		return nil
+	}
+	return &v
+}
+
+// checkApprovalOverride refuses an approval override other than auto,
+// required or none (nil).
+func checkApprovalOverride(v *string) validation.Errors {
+	if v == nil || *v == "auto" || *v == "required" {
+		return nil
+	}
+	return validation.Field("approval_override", "Choose auto, required, or none (null) for each tool's own default.")
+}
+
+// approvalOverrideJSON is a source's approval_override in a request body:
+// Set when the field was sent, Value nil for null.
+type approvalOverrideJSON struct {
+	Set   bool
+	Value *string
+}
+
+// UnmarshalJSON records that the field was sent, and its value.
+func (o *approvalOverrideJSON) UnmarshalJSON(b []byte) error {
+	o.Set = true
+	return json.Unmarshal(b, &o.Value)
+}
+
+// saveApprovalOverride writes a source's approval override when it
+// differs from the stored one.
+func (s *Server) saveApprovalOverride(ctx context.Context, src db.Source, v *string) (db.Source, error) {
+	if deref(src.ApprovalOverride) == deref(v) {
+		return src, nil
+	}
+	return s.store.SetSourceApprovalOverride(ctx, src.OrgID, src.ID, v)
 }

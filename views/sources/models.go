@@ -10,6 +10,7 @@ import (
 	"github.com/toolgate/toolgate/internal/sources"
 	"github.com/toolgate/toolgate/internal/validation"
 	"github.com/toolgate/toolgate/views/layout"
+	"github.com/toolgate/toolgate/views/ui"
 )
 
 // ListPage lists the sources a workspace sees.
@@ -71,6 +72,8 @@ type Form struct {
 	// GraphQL
 	Endpoint string
 	Schema   string
+	// ApprovalOverride is "", "auto" or "required": see ApprovalOptions.
+	ApprovalOverride string
 
 	Errors validation.Errors
 	// AllowStdio and CanOrgScope decide which choices the form offers.
@@ -133,6 +136,8 @@ type Detail struct {
 	LastRefreshed, LastSuccess, LastFailure   *time.Time
 	CreatedAt                                 time.Time
 	URL, EditURL                              string
+	// ApprovalOverride is "", "auto" or "required": see ApprovalLabel.
+	ApprovalOverride string
 }
 
 // ToolRow is one tool in a source's list.
@@ -183,3 +188,20 @@ func TransportOptions(allowStdio bool) []string {
 
 // Busy reports whether a refresh is queued or running.
 func Busy(state string) bool { return state == "queued" || state == "loading" || state == "indexing" }
+
+// ApprovalOptions are the choices of a source's approval override.
+var ApprovalOptions = []ui.Option{
+	{Value: "", Label: "Each tool's default"},
+	{Value: "auto", Label: "Never ask (auto)"},
+	{Value: "required", Label: "Always require approval"},
+}
+
+// ApprovalLabel says what a source's approval override does.
+func ApprovalLabel(override string) string {
+	for _, o := range ApprovalOptions {
+		if o.Value == override {
+			return o.Label
+		}
+	}
+	return override
+}
