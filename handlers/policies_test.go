@@ -23,11 +23,11 @@ type policyResp struct {
 	ID                 int64
 	Level              string
 	Position           int
-	TargetType         string `json:"target_type"`
+	TargetType         string  `json:"target_type"`
 	TargetRole         *string `json:"target_role"`
-	TargetUserID       *int64 `json:"target_user_id"`
-	TargetKeyID        *int64 `json:"target_key_id"`
-	SelectorType       string `json:"selector_type"`
+	TargetUserID       *int64  `json:"target_user_id"`
+	TargetKeyID        *int64  `json:"target_key_id"`
+	SelectorType       string  `json:"selector_type"`
 	Selector           string
 	Condition          string
 	Effect             string
