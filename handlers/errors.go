@@ -10,6 +10,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/toolgate/toolgate/db"
+	"github.com/toolgate/toolgate/internal/approvals"
 	"github.com/toolgate/toolgate/internal/auth"
 	"github.com/toolgate/toolgate/internal/tenancy"
 	"github.com/toolgate/toolgate/internal/validation"
@@ -35,10 +36,13 @@ func classify(err error) apiError {
 		syntax    *json.SyntaxError
 		typeErr   *json.UnmarshalTypeError
 		maxBytes  *http.MaxBytesError
+		decision  *approvals.DecisionError
 	)
 	switch {
 	case errors.As(err, &fields):
 		return apiError{http.StatusUnprocessableEntity, "invalid", "Some fields are not valid.", fields}
+	case errors.As(err, &decision):
+		return apiError{Status: decision.HTTPStatus(), Code: decision.Code, Message: decision.Message}
 	case errors.Is(err, db.ErrNotFound):
 		return apiError{Status: http.StatusNotFound, Code: "not_found", Message: "Not found."}
 	case errors.Is(err, tenancy.ErrInvitationInvalid):

@@ -19,6 +19,7 @@ import (
 
 	"github.com/toolgate/toolgate/db"
 	"github.com/toolgate/toolgate/handlers"
+	"github.com/toolgate/toolgate/internal/approvals"
 	"github.com/toolgate/toolgate/internal/auth"
 	"github.com/toolgate/toolgate/internal/config"
 	"github.com/toolgate/toolgate/internal/credentials"
@@ -52,6 +53,8 @@ type env struct {
 	gateway *gateway.Gateway
 	mcp     *mcpserver.Handler
 	audit   *audit.Recorder
+	// approvals is the server's approvals service.
+	approvals *approvals.Service
 }
 
 // newEnv starts toolgate on a fresh database; vars override configuration.
@@ -100,16 +103,26 @@ func newEnv(t testing.TB, vars map[string]string) *env {
 		PollInterval: 200 * time.Millisecond,
 	})
 	t.Cleanup(mcpH.Close)
+	apr := approvals.New(approvals.Options{Store: store, Ring: keys, Logger: log})
+	t.Cleanup(apr.Close)
 	e := handlers.New(handlers.Deps{
 		Config: cfg, Store: store, Sessions: handlers.NewSessions(cfg, sessions),
 		Logger: log, Version: "test", Refresher: queue, Keys: keys, Search: finder,
-		Gateway: gw, MCP: mcpH,
+		Gateway: gw, MCP: mcpH, Approvals: apr,
 		Checks: map[string]func(context.Context) error{"postgresql": store.Ping},
 	})
 	srv := httptest.NewServer(e)
 	t.Cleanup(srv.Close)
+	// Shut down first, as serve does, so open event streams end and Close
+	// does not wait for them.
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = srv.Config.Shutdown(ctx)
+	})
 	return &env{t: t, srv: srv, echo: e, store: store, index: index, queue: queue, keys: keys,
-		tenancy: &tenancy.Service{Store: store, Signup: cfg.Signup}, gateway: gw, mcp: mcpH, audit: recorder}
+		tenancy: &tenancy.Service{Store: store, Signup: cfg.Signup}, gateway: gw, mcp: mcpH, audit: recorder,
+		approvals: apr}
 }
 
 // testKeys is the key ring given as TOOLGATE_SECRET_KEYS, or a fresh one.

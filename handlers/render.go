@@ -101,6 +101,9 @@ func (s *Server) meta(c echo.Context, title, section string) (layout.Meta, error
 	}
 	if w := workspaceOf(c); w.ID != 0 {
 		m.Workspace = &layout.WorkspaceNav{Slug: w.Slug, Name: w.Name}
+		if m.PendingApprovals, err = s.pendingApprovals(ctx, org.ID, w.ID); err != nil {
+			return m, err
+		}
 		s.sessions.Put(ctx, sessionWorkspaceKey, org.Slug+"/"+w.Slug)
 		return m, nil
 	}

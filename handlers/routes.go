@@ -182,6 +182,7 @@ func (s *Server) routes(e *echo.Echo) {
 	apiWS.GET("/activity/:id", s.apiActivityCall)
 	s.apiPolicyRoutes(apiOrg.Group("/policies"), apiWS.Group("/policies"))
 	s.apiApprovalRoutes(apiWS.Group("/approvals"))
+	s.approverRoutes(ws.Group("/approvers"), apiWS.Group("/approvers"))
 }
 
 // apiSourceRoutes are the routes of one source, in a workspace or the organization.

@@ -143,6 +143,16 @@ func TestConsoleRoutesByRole(t *testing.T) {
 	sc = append(sc, each("workspace rename invalid", "POST", "/o/acme/w/default/settings", empty, adminOnly(422), "Enter a name.")...)
 	sc = append(sc, each("workspace delete unconfirmed", "POST", "/o/acme/w/default/delete", url.Values{"confirm": {"nope"}}, adminOnly(422), "Type default to confirm.")...)
 	sc = append(sc, each("coming soon", "GET", "/o/acme/w/default/policies", nil, readable(200), "coming soon")...)
+	sc = append(sc, each("approvals", "GET", "/o/acme/w/default/approvals", nil, readable(200), "Approvals", "Nothing waits for a decision")...)
+	sc = append(sc, each("approvals bad status", "GET", "/o/acme/w/default/approvals?status=nope", nil, readable(400))...)
+	sc = append(sc, each("approvals badge", "GET", "/o/acme/w/default/approvals/badge", nil, readable(200), `data-testid="pending-badge"`)...)
+	sc = append(sc, each("unknown approval", "GET", "/o/acme/w/default/approvals/apr_nothing", nil, readable(404))...)
+	sc = append(sc, each("approve unknown", "POST", "/o/acme/w/default/approvals/apr_nothing/approve", nil,
+		map[string]int{"owner": 404, "admin": 404, "member": 404, "viewer": 403, "outsider": 404, "anonymous": 303})...)
+	sc = append(sc, each("deny unknown", "POST", "/o/acme/w/default/approvals/apr_nothing/deny", nil,
+		map[string]int{"owner": 404, "admin": 404, "member": 404, "viewer": 403, "outsider": 404, "anonymous": 303})...)
+	sc = append(sc, each("add approver invalid", "POST", "/o/acme/w/default/approvers", url.Values{"user_id": {""}}, adminOnly(422), "Choose a member")...)
+	sc = append(sc, each("remove unknown approver", "POST", "/o/acme/w/default/approvers/999999/remove", nil, adminOnly(404))...)
 	sc = append(sc, each("unknown section", "GET", "/o/acme/w/default/nothing", nil, readable(404))...)
 	sc = append(sc, each("unknown workspace", "GET", "/o/acme/w/nope", nil, readable(404))...)
 	sc = append(sc, each("signin page signed in", "GET", "/signin", nil, map[string]int{"owner": 303, "anonymous": 200})...)
@@ -203,6 +213,16 @@ func TestAPIRoutesByRole(t *testing.T) {
 		{"workspace", "GET", "/api/v1/orgs/acme/workspaces/default", nil, apiReadable(200)},
 		{"update workspace invalid", "PATCH", "/api/v1/orgs/acme/workspaces/default", bad, apiAdmin(422)},
 		{"delete unknown workspace", "DELETE", "/api/v1/orgs/acme/workspaces/nope", nil, apiReadable(404)},
+		{"approvals", "GET", "/api/v1/orgs/acme/workspaces/default/approvals", nil, apiReadable(200)},
+		{"approvals bad status", "GET", "/api/v1/orgs/acme/workspaces/default/approvals?status=nope", nil, apiReadable(422)},
+		{"unknown approval", "GET", "/api/v1/orgs/acme/workspaces/default/approvals/apr_nothing", nil, apiReadable(404)},
+		{"approve unknown", "POST", "/api/v1/orgs/acme/workspaces/default/approvals/apr_nothing/approve", nil,
+			map[string]int{"owner": 404, "admin": 404, "member": 404, "viewer": 403, "outsider": 404, "anonymous": 401}},
+		{"deny unknown", "POST", "/api/v1/orgs/acme/workspaces/default/approvals/apr_nothing/deny", map[string]any{"comment": "no"},
+			map[string]int{"owner": 404, "admin": 404, "member": 404, "viewer": 403, "outsider": 404, "anonymous": 401}},
+		{"approvers", "GET", "/api/v1/orgs/acme/workspaces/default/approvers", nil, apiAdmin(200)},
+		{"add approver invalid", "PUT", "/api/v1/orgs/acme/workspaces/default/approvers/999999", nil, apiAdmin(422)},
+		{"remove unknown approver", "DELETE", "/api/v1/orgs/acme/workspaces/default/approvers/999999", nil, apiAdmin(404)},
 		{"openapi", "GET", "/api/v1/openapi.json", nil, map[string]int{"anonymous": 200}},
 	}
 	for _, tc := range cases {

@@ -11,6 +11,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/toolgate/toolgate/db"
+	"github.com/toolgate/toolgate/internal/approvals"
 	"github.com/toolgate/toolgate/internal/auth"
 	"github.com/toolgate/toolgate/internal/config"
 	"github.com/toolgate/toolgate/internal/credentials"
@@ -38,6 +39,9 @@ type Deps struct {
 	Gateway *gateway.Gateway
 	// MCP serves /mcp; nil leaves the endpoint out.
 	MCP http.Handler
+	// Approvals holds calls for a person's decision: the Approvals pages,
+	// their API and the sidebar's pending badge use it.
+	Approvals *approvals.Service
 	// Checks are the readiness checks /readyz runs, by name.
 	Checks  map[string]func(context.Context) error
 	Version string
@@ -45,36 +49,40 @@ type Deps struct {
 
 // Server holds the handlers' shared state.
 type Server struct {
-	cfg      config.Config
-	store    *db.Store
-	sessions *scs.SessionManager
-	log      *slog.Logger
-	auth     *auth.Authenticator
-	tenancy  *tenancy.Service
-	sources  *sources.Service
-	creds    *credentials.Service
-	search   search.Index
-	gateway  *gateway.Gateway
-	mcp      http.Handler
-	checks   map[string]func(context.Context) error
-	version  string
+	cfg       config.Config
+	store     *db.Store
+	sessions  *scs.SessionManager
+	log       *slog.Logger
+	auth      *auth.Authenticator
+	tenancy   *tenancy.Service
+	sources   *sources.Service
+	creds     *credentials.Service
+	search    search.Index
+	gateway   *gateway.Gateway
+	mcp       http.Handler
+	approvals *approvals.Service
+	// shutdowns ends long-lived responses when their server shuts down.
+	shutdowns shutdowns
+	checks    map[string]func(context.Context) error
+	version   string
 }
 
 // New builds the Echo instance with every route and middleware.
 func New(d Deps) *echo.Echo {
 	authn := &auth.Authenticator{Store: d.Store, Throttle: auth.DefaultThrottle}
 	s := &Server{
-		cfg:      d.Config,
-		store:    d.Store,
-		sessions: d.Sessions,
-		log:      d.Logger,
-		auth:     authn,
-		tenancy:  &tenancy.Service{Store: d.Store, Signup: d.Config.Signup, Auth: authn},
-		checks:   d.Checks,
-		search:   d.Search,
-		gateway:  d.Gateway,
-		mcp:      d.MCP,
-		version:  d.Version,
+		cfg:       d.Config,
+		store:     d.Store,
+		sessions:  d.Sessions,
+		log:       d.Logger,
+		auth:      authn,
+		tenancy:   &tenancy.Service{Store: d.Store, Signup: d.Config.Signup, Auth: authn},
+		checks:    d.Checks,
+		search:    d.Search,
+		gateway:   d.Gateway,
+		mcp:       d.MCP,
+		approvals: d.Approvals,
+		version:   d.Version,
 	}
 	rules := sources.Rules{AllowStdio: d.Config.AllowStdio}
 	discoverer := registry.NewDiscoverer(d.Config.AllowPrivateNetworks, d.Config.OutboundTimeout, d.Version)

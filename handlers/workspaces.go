@@ -73,10 +73,13 @@ func (s *Server) comingSoon(c echo.Context) error {
 
 func (s *Server) workspaceSettingsPage(c echo.Context) error {
 	w := workspaceOf(c)
-	return s.renderWorkspaceSettings(c, http.StatusOK, workspaces.Form{Name: w.Name, Slug: w.Slug}, workspaces.DeleteForm{}, false)
+	return s.renderWorkspaceSettings(c, http.StatusOK, workspaces.Form{Name: w.Name, Slug: w.Slug}, workspaces.DeleteForm{}, approverInput{})
 }
 
-func (s *Server) renderWorkspaceSettings(c echo.Context, status int, f workspaces.Form, del workspaces.DeleteForm, deleting bool) error {
+// renderWorkspaceSettings renders the settings page. A failed delete
+// (del.Confirm set) or approver addition (appr.Error set) answers htmx
+// with its own form; anything else with the name form.
+func (s *Server) renderWorkspaceSettings(c echo.Context, status int, f workspaces.Form, del workspaces.DeleteForm, appr approverInput) error {
 	m, err := s.meta(c, "Workspace settings", "workspace-settings")
 	if err != nil {
 		return err
@@ -85,9 +88,17 @@ func (s *Server) renderWorkspaceSettings(c echo.Context, status int, f workspace
 	f.CSRF, f.Action = m.CSRF, paths.WorkspaceSettings(org.Slug, w.Slug)
 	del.CSRF, del.Action, del.Slug = m.CSRF, paths.Workspace(org.Slug, w.Slug)+"/delete", w.Slug
 	p := workspaces.SettingsPage{Meta: m, Form: f, Delete: del, CanEdit: roleOf(c).AtLeast(auth.Admin)}
+	if p.CanEdit {
+		if p.Approvers, err = s.approversSection(c, appr); err != nil {
+			return err
+		}
+	}
 	fragment := workspaces.FormFragment(f, "Save", true)
-	if deleting {
+	switch {
+	case del.Error != "":
 		fragment = workspaces.DeleteFragment(del)
+	case appr.Error != "" && p.Approvers != nil:
+		fragment = workspaces.ApproversSection(*p.Approvers)
 	}
 	return page(c, status, workspaces.Settings(p), fragment)
 }
@@ -98,7 +109,7 @@ func (s *Server) updateWorkspace(c echo.Context) error {
 	w, err := s.tenancy.UpdateWorkspace(c.Request().Context(), org.ID, cur.ID, in)
 	f := workspaces.Form{Name: in.Name, Slug: in.Slug}
 	if errors.As(err, &f.Errors) {
-		return s.renderWorkspaceSettings(c, http.StatusUnprocessableEntity, f, workspaces.DeleteForm{}, false)
+		return s.renderWorkspaceSettings(c, http.StatusUnprocessableEntity, f, workspaces.DeleteForm{}, approverInput{})
 	} else if err != nil {
 		return err
 	}
@@ -113,7 +124,7 @@ func (s *Server) deleteWorkspace(c echo.Context) error {
 	var problems validation.Errors
 	if errors.As(err, &problems) {
 		del := workspaces.DeleteForm{Confirm: in.Confirm, Error: problems["confirm"]}
-		return s.renderWorkspaceSettings(c, http.StatusUnprocessableEntity, workspaces.Form{Name: w.Name, Slug: w.Slug}, del, true)
+		return s.renderWorkspaceSettings(c, http.StatusUnprocessableEntity, workspaces.Form{Name: w.Name, Slug: w.Slug}, del, approverInput{})
 	} else if err != nil {
 		return err
 	}

@@ -36,6 +36,36 @@ type SettingsPage struct {
 	Form    Form
 	Delete  DeleteForm
 	CanEdit bool
+	// Approvers is shown to owners and admins only.
+	Approvers *Approvers
+}
+
+// ApproversID is the approvers section's element id, which htmx swaps.
+const ApproversID = "approvers"
+
+// Approvers is the workspace's approver role: members who decide its
+// approval requests beside the organization's owners and admins.
+type Approvers struct {
+	CSRF string
+	// Action adds the member chosen in Candidates.
+	Action string
+	Rows   []ApproverRow
+	// Candidates are the members (role member) who are not approvers yet.
+	Candidates []ui.Option
+	Selected   string
+	Error      string
+}
+
+// ApproverRow is one approver.
+type ApproverRow struct {
+	UserID    string
+	Name      string
+	Email     string
+	Role      string
+	AddedBy   string
+	CreatedAt time.Time
+	// RemoveURL takes the role away.
+	RemoveURL string
 }
 
 // DeleteForm is the typed-confirmation delete form.
