@@ -142,7 +142,21 @@ func TestConsoleRoutesByRole(t *testing.T) {
 	sc = append(sc, each("workspace settings", "GET", "/o/acme/w/default/settings", nil, readable(200), "Workspace settings")...)
 	sc = append(sc, each("workspace rename invalid", "POST", "/o/acme/w/default/settings", empty, adminOnly(422), "Enter a name.")...)
 	sc = append(sc, each("workspace delete unconfirmed", "POST", "/o/acme/w/default/delete", url.Values{"confirm": {"nope"}}, adminOnly(422), "Type default to confirm.")...)
-	sc = append(sc, each("coming soon", "GET", "/o/acme/w/default/policies", nil, readable(200), "coming soon")...)
+	sc = append(sc, each("policies", "GET", "/o/acme/w/default/policies", nil, readable(200), "Workspace rules", "Simulator")...)
+	sc = append(sc, each("org policies", "GET", "/o/acme/policies", nil, readable(200), "Organization rules", "Simulator")...)
+	sc = append(sc, each("new policy page", "GET", "/o/acme/w/default/policies/new", nil, adminOnly(200), "New rule")...)
+	sc = append(sc, each("new org policy page", "GET", "/o/acme/policies/new", nil, adminOnly(200), "New rule")...)
+	badRule := url.Values{"target_type": {"robots"}, "selector_type": {"all"}, "effect": {"deny"}}
+	sc = append(sc, each("create policy invalid", "POST", "/o/acme/w/default/policies", badRule, adminOnly(422), "Choose everyone")...)
+	sc = append(sc, each("create org policy invalid", "POST", "/o/acme/policies", badRule, adminOnly(422), "Choose everyone")...)
+	sc = append(sc, each("check condition", "POST", "/o/acme/w/default/policies/check", url.Values{"condition": {"1 +"}}, adminOnly(200), "condition-error")...)
+	sc = append(sc, each("edit unknown policy", "GET", "/o/acme/w/default/policies/999999/edit", nil, adminOnly(404))...)
+	sc = append(sc, each("update unknown policy", "POST", "/o/acme/w/default/policies/999999", badRule, adminOnly(404))...)
+	sc = append(sc, each("move unknown policy", "POST", "/o/acme/policies/999999/move", url.Values{"direction": {"up"}}, adminOnly(404))...)
+	sc = append(sc, each("toggle unknown policy", "POST", "/o/acme/w/default/policies/999999/enabled", url.Values{"enabled": {"false"}}, adminOnly(404))...)
+	sc = append(sc, each("delete unknown policy", "POST", "/o/acme/policies/999999/delete", nil, adminOnly(404))...)
+	sc = append(sc, each("simulate invalid", "POST", "/o/acme/w/default/policies/simulate", url.Values{"path": {""}}, readable(422), "Choose who calls")...)
+	sc = append(sc, each("org simulate invalid", "POST", "/o/acme/policies/simulate", url.Values{"path": {""}}, readable(422), "Choose the workspace")...)
 	sc = append(sc, each("approvals", "GET", "/o/acme/w/default/approvals", nil, readable(200), "Approvals", "Nothing waits for a decision")...)
 	sc = append(sc, each("approvals bad status", "GET", "/o/acme/w/default/approvals?status=nope", nil, readable(400))...)
 	sc = append(sc, each("approvals badge", "GET", "/o/acme/w/default/approvals/badge", nil, readable(200), `data-testid="pending-badge"`)...)
@@ -223,6 +237,20 @@ func TestAPIRoutesByRole(t *testing.T) {
 		{"approvers", "GET", "/api/v1/orgs/acme/workspaces/default/approvers", nil, apiAdmin(200)},
 		{"add approver invalid", "PUT", "/api/v1/orgs/acme/workspaces/default/approvers/999999", nil, apiAdmin(422)},
 		{"remove unknown approver", "DELETE", "/api/v1/orgs/acme/workspaces/default/approvers/999999", nil, apiAdmin(404)},
+		{"policies", "GET", "/api/v1/orgs/acme/workspaces/default/policies", nil, apiReadable(200)},
+		{"org policies", "GET", "/api/v1/orgs/acme/policies", nil, apiReadable(200)},
+		{"create policy invalid", "POST", "/api/v1/orgs/acme/workspaces/default/policies", map[string]any{"target_type": "robots"}, apiAdmin(422)},
+		{"create org policy invalid", "POST", "/api/v1/orgs/acme/policies", map[string]any{"target_type": "robots"}, apiAdmin(422)},
+		{"unknown policy", "GET", "/api/v1/orgs/acme/workspaces/default/policies/999999", nil, apiReadable(404)},
+		{"unknown org policy", "GET", "/api/v1/orgs/acme/policies/999999", nil, apiReadable(404)},
+		{"update unknown policy", "PATCH", "/api/v1/orgs/acme/workspaces/default/policies/999999", map[string]any{"effect": "deny"}, apiAdmin(404)},
+		{"update unknown org policy", "PATCH", "/api/v1/orgs/acme/policies/999999", map[string]any{"effect": "deny"}, apiAdmin(404)},
+		{"delete unknown policy", "DELETE", "/api/v1/orgs/acme/workspaces/default/policies/999999", nil, apiAdmin(404)},
+		{"delete unknown org policy", "DELETE", "/api/v1/orgs/acme/policies/999999", nil, apiAdmin(404)},
+		{"move unknown policy", "POST", "/api/v1/orgs/acme/workspaces/default/policies/999999/move", map[string]any{"direction": "up"}, apiAdmin(404)},
+		{"move unknown org policy", "POST", "/api/v1/orgs/acme/policies/999999/move", map[string]any{"direction": "up"}, apiAdmin(404)},
+		{"simulate invalid", "POST", "/api/v1/orgs/acme/workspaces/default/policies/simulate", map[string]any{"path": ""}, apiReadable(422)},
+		{"org simulate invalid", "POST", "/api/v1/orgs/acme/policies/simulate", map[string]any{"path": ""}, apiReadable(422)},
 		{"openapi", "GET", "/api/v1/openapi.json", nil, map[string]int{"anonymous": 200}},
 	}
 	for _, tc := range cases {
