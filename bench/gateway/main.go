@@ -97,6 +97,11 @@ type options struct {
 	rounds                        int
 	sessions                      []int
 	only                          []string
+	// pprofDir, when set, receives toolgate's CPU and allocation profiles
+	// of every measured gateway run.
+	pprofDir string
+	// env is added to toolgate's environment (GOGC=400, ...).
+	env []string
 }
 
 func main() {
@@ -108,7 +113,9 @@ func main() {
 		o        options
 		sessions = flag.String("sessions", "1,32", "comma-separated counts of concurrent client sessions")
 		only     = flag.String("only", "", "comma-separated scenario keys to run (default all: "+strings.Join(scenarioKeys(), ",")+")")
+		env      = flag.String("toolgate-env", "", "comma-separated NAME=value pairs added to toolgate's environment, e.g. GOGC=400")
 	)
+	flag.StringVar(&o.pprofDir, "pprof", "", "a folder to write toolgate's CPU profile and allocation profiles (before, after) of every measured gateway run to")
 	flag.StringVar(&o.serverURL, "database-server", os.Getenv("TOOLGATE_TEST_DATABASE_URL"),
 		"PostgreSQL server to create a fresh database in (default $TOOLGATE_TEST_DATABASE_URL)")
 	flag.StringVar(&o.meiliURL, "meili-url", os.Getenv("TOOLGATE_TEST_MEILI_URL"), "Meilisearch URL (default $TOOLGATE_TEST_MEILI_URL)")
@@ -134,6 +141,19 @@ func main() {
 				log.Fatalf("-only: unknown scenario %q (choose from %s)", k, strings.Join(scenarioKeys(), ","))
 			}
 			o.only = append(o.only, strings.TrimSpace(k))
+		}
+	}
+	if *env != "" {
+		for _, kv := range strings.Split(*env, ",") {
+			if !strings.Contains(kv, "=") {
+				log.Fatalf("-toolgate-env: %q is not NAME=value", kv)
+			}
+			o.env = append(o.env, strings.TrimSpace(kv))
+		}
+	}
+	if o.pprofDir != "" {
+		if err := os.MkdirAll(o.pprofDir, 0o755); err != nil {
+			log.Fatalf("-pprof: %v", err)
 		}
 	}
 	if o.rounds < 1 || o.duration <= 0 || o.warmup < 0 {
@@ -194,7 +214,7 @@ func run(ctx context.Context, o options) (err error) {
 		return err
 	}
 
-	tg, err := startToolgate(ctx, bin, tmp, databaseURL, o.meiliURL, o.meiliKey, indexName)
+	tg, err := startToolgate(ctx, bin, tmp, databaseURL, o.meiliURL, o.meiliKey, indexName, o.env, o.pprofDir != "")
 	if err != nil {
 		return err
 	}
@@ -487,7 +507,7 @@ func (b *bench) measureAll(ctx context.Context) (map[runKey][]runResult, error) 
 				if b.tg.exited() {
 					return nil, fmt.Errorf("toolgate exited during the runs:\n%s", b.tg.logTail(30))
 				}
-				r := b.measure(ctx, s, n)
+				r := b.measure(ctx, s, n, round)
 				results[runKey{n, s.name()}] = append(results[runKey{n, s.name()}], r)
 				status := ""
 				if r.errors > 0 {
@@ -504,7 +524,7 @@ func (b *bench) measureAll(ctx context.Context) (map[runKey][]runResult, error) 
 
 // measure connects n sessions, lets them call through the warm-up, then
 // counts the calls that start within the measured window.
-func (b *bench) measure(ctx context.Context, s scenario, n int) runResult {
+func (b *bench) measure(ctx context.Context, s scenario, n, round int) runResult {
 	tr := newTransport()
 	defer tr.CloseIdleConnections()
 	callers := make([]caller, 0, n)
@@ -564,7 +584,9 @@ func (b *bench) measure(ctx context.Context, s scenario, n int) runResult {
 	}
 	time.Sleep(time.Until(start))
 	cpu0, pg0, self0 := b.tg.cpu(), b.pg.cpu(), selfCPU()
+	profiled := b.profile(ctx, s, n, round)
 	wg.Wait()
+	profiled()
 	r := runResult{elapsed: time.Since(start), cpu: b.tg.cpu() - cpu0, pgCPU: b.pg.cpu() - pg0, selfCPU: selfCPU() - self0}
 
 	var lat []time.Duration
@@ -584,6 +606,58 @@ func (b *bench) measure(ctx context.Context, s scenario, n int) runResult {
 		r.p50, r.p99 = percentile(lat, 0.50), percentile(lat, 0.99)
 	}
 	return r
+}
+
+// profile saves toolgate's allocation profile now and its CPU profile of
+// the measured window; the function it returns saves the allocation
+// profile again and waits for the CPU profile. `go tool pprof -base
+// X.allocs-before.pprof X.allocs-after.pprof` shows the run's allocations.
+func (b *bench) profile(ctx context.Context, s scenario, n, round int) func() {
+	if b.o.pprofDir == "" || !s.gateway || b.tg.pprof == "" {
+		return func() {}
+	}
+	name := filepath.Join(b.o.pprofDir, fmt.Sprintf("%s-%d-r%d", s.key, n, round))
+	save := func(url, path string) {
+		if err := fetchTo(ctx, url, path); err != nil {
+			log.Printf("profile %s: %v", path, err)
+		}
+	}
+	save(b.tg.pprof+"/allocs", name+".allocs-before.pprof")
+	seconds := int(b.o.duration.Round(time.Second) / time.Second)
+	cpuDone := make(chan struct{})
+	go func() {
+		defer close(cpuDone)
+		save(fmt.Sprintf("%s/profile?seconds=%d", b.tg.pprof, max(seconds, 1)), name+".cpu.pprof")
+	}()
+	return func() {
+		save(b.tg.pprof+"/allocs", name+".allocs-after.pprof")
+		<-cpuDone
+	}
+}
+
+// fetchTo saves what GET url answers to path.
+func fetchTo(ctx context.Context, url, path string) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("GET %s: %s", url, resp.Status)
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(f, resp.Body); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
 }
 
 // percentile is the nearest-rank percentile of sorted durations.
@@ -879,8 +953,10 @@ func waitSources(ctx context.Context, store *db.Store, s seeded, limit time.Dura
 // The toolgate process.
 
 type toolgate struct {
-	cmd     *exec.Cmd
-	url     string
+	cmd *exec.Cmd
+	url string
+	// pprof is its profiles' base URL when -pprof asked for them.
+	pprof   string
 	log     string
 	done    chan struct{}
 	err     error // the process's exit, once done is closed
@@ -889,7 +965,7 @@ type toolgate struct {
 }
 
 // startToolgate runs `toolgate serve` on a free loopback port.
-func startToolgate(ctx context.Context, bin, tmp, databaseURL, meiliURL, meiliKey, index string) (*toolgate, error) {
+func startToolgate(ctx context.Context, bin, tmp, databaseURL, meiliURL, meiliKey, index string, env []string, profiles bool) (*toolgate, error) {
 	key, err := secrets.NewKeyEntry()
 	if err != nil {
 		return nil, err
@@ -904,7 +980,17 @@ func startToolgate(ctx context.Context, bin, tmp, databaseURL, meiliURL, meiliKe
 		return nil, err
 	}
 	defer logFile.Close()
-	cmd := exec.Command(bin, "serve")
+	args := []string{"serve"}
+	pprofURL := ""
+	if profiles {
+		pprofAddr, err := freeAddr()
+		if err != nil {
+			return nil, err
+		}
+		args = append(args, "--pprof", pprofAddr)
+		pprofURL = "http://" + pprofAddr + "/debug/pprof"
+	}
+	cmd := exec.Command(bin, args...)
 	cmd.Env = []string{
 		"PATH=" + os.Getenv("PATH"),
 		"HOME=" + os.Getenv("HOME"),
@@ -919,12 +1005,13 @@ func startToolgate(ctx context.Context, bin, tmp, databaseURL, meiliURL, meiliKe
 		"TOOLGATE_DATA_DIR=" + filepath.Join(tmp, "data"),
 		"TOOLGATE_LOG_LEVEL=warn",
 	}
+	cmd.Env = append(cmd.Env, env...)
 	cmd.Stdout, cmd.Stderr = logFile, logFile
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGTERM}
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("start toolgate: %w", err)
 	}
-	tg := &toolgate{cmd: cmd, url: "http://" + addr, log: logPath, done: make(chan struct{})}
+	tg := &toolgate{cmd: cmd, url: "http://" + addr, pprof: pprofURL, log: logPath, done: make(chan struct{})}
 	go func() {
 		tg.err = cmd.Wait()
 		close(tg.done)
