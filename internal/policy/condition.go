@@ -47,7 +47,7 @@ var env = sync.OnceValue(func() *cel.Env {
 		cel.CrossTypeNumericComparisons(true),
 		cel.ParserRecursionLimit(100),
 		cel.ParserExpressionSizeLimit(MaxConditionLen),
-		cel.ExpressionNodeLimit(1000),
+		cel.ExpressionNodeLimit(2000),
 	)
 	if err != nil {
 		panic(fmt.Sprintf("policy: the CEL environment does not build: %v", err))

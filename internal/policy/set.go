@@ -30,6 +30,8 @@ type compiled struct {
 	condBroken string
 
 	label       string // "rule #12 of the organization (deny github.**)"
+	matched     string // "Rule #12 of the organization (deny github.**) matched: args.x > 1"
+	sentence    string // matched + "."
 	whyTarget   string
 	whySelector string
 	whyFalse    string
@@ -109,6 +111,8 @@ func compile(r Rule) compiled {
 	if problem := cmp.Or(c.broken, c.condBroken); problem != "" {
 		c.whyBroken = problem + failClosedText(c.rule.Effect) + effectNote
 	}
+	c.matched = matchedText(&c, nil)
+	c.sentence = c.matched + "."
 	return c
 }
 
@@ -342,23 +346,23 @@ func (s *Set) Decide(t Tool, c Caller, args map[string]any, now time.Time) Decis
 	case oi < 0:
 		w := &ws[wi]
 		d.Effect, d.Rule, d.Level = w.rule.Effect, &w.rule, LevelWorkspace
-		d.Reason = matchedText(w, werr) + "."
+		d.Reason = reason(w, werr, "")
 	case wi < 0:
 		o := &org[oi]
 		d.Effect, d.Rule, d.Level = o.rule.Effect, &o.rule, LevelOrganization
-		d.Reason = matchedText(o, oerr) + "."
+		d.Reason = reason(o, oerr, "")
 	default:
 		o, w := &org[oi], &ws[wi]
 		if rank(w.rule.Effect) > rank(o.rule.Effect) {
 			d.Effect, d.Rule, d.Level = w.rule.Effect, &w.rule, LevelWorkspace
-			d.Reason = matchedText(w, werr) + "; it is stricter than the organization's " + o.label + "."
+			d.Reason = reason(w, werr, "; it is stricter than the organization's "+o.label)
 		} else {
 			d.Effect, d.Rule, d.Level = o.rule.Effect, &o.rule, LevelOrganization
-			verb := "; the workspace's " + w.label + " cannot loosen it."
 			if w.rule.Effect == o.rule.Effect {
-				verb = "; the workspace's " + w.label + " agrees."
+				d.Reason = reason(o, oerr, "; the workspace's "+w.label+" agrees")
+			} else {
+				d.Reason = reason(o, oerr, "; the workspace's "+w.label+" cannot loosen it")
 			}
-			d.Reason = matchedText(o, oerr) + verb
 		}
 	}
 	return d
@@ -378,6 +382,17 @@ func firstMatch(rules []compiled, a *activation, steps []Step) (int, error, []St
 		}
 	}
 	return -1, nil, steps
+}
+
+// reason is the sentence saying that c decided, with more appended.
+func reason(c *compiled, condErr error, more string) string {
+	switch {
+	case condErr != nil:
+		return matchedText(c, condErr) + more + "."
+	case more == "":
+		return c.sentence
+	}
+	return c.matched + more + "."
 }
 
 // matchedText is the first half of a reason: "Rule #12 of the

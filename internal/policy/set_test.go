@@ -548,9 +548,9 @@ func BenchmarkDecide(b *testing.B) {
 	}
 }
 
-// BenchmarkDecideNoConditions is the same set when no condition is
-// reached: the target and selector checks alone.
-func BenchmarkDecideNoConditions(b *testing.B) {
+// BenchmarkDecideDefault is the same set when no rule matches: every
+// target and selector is checked and one condition is evaluated.
+func BenchmarkDecideDefault(b *testing.B) {
 	s := Compile(benchRules())
 	b.ReportAllocs()
 	for b.Loop() {
