@@ -120,7 +120,8 @@ func (s *Server) approvalsPage(c echo.Context) error {
 	}
 	base := approvalsURL(c)
 	self := withStatus(base, st, all)
-	body := viewapprovals.ListBody{Status: string(st), EventsURL: base + "/events", FragmentURL: self, CSRF: csrfToken(c)}
+	body := viewapprovals.ListBody{Status: string(st), EventsURL: base + "/events", FragmentURL: self, CSRF: csrfToken(c),
+		Truncated: len(found) == approvalsPageSize}
 	if body.Cards, err = s.approvalCards(c, found, self); err != nil {
 		return err
 	}
@@ -179,7 +180,7 @@ func (s *Server) approvalCards(c echo.Context, list []approvals.Approval, back s
 	cards := make([]viewapprovals.Card, 0, len(list))
 	for _, a := range list {
 		card := viewapprovals.Card{ID: a.ID, URL: paths.Approval(org.Slug, w.Slug, a.ID), Tool: a.Tool,
-			ToolURL: toolURL(c, a.Tool), Key: approvalKey(a), User: approvalUser(a), Via: a.Via, Reason: a.Reason,
+			ToolURL: toolURL(c, a.Tool), Key: approvalKey(a), User: approvalUser(a), Reason: a.Reason,
 			Arguments: indent(a.Arguments), Status: string(a.Status), RequestedAt: a.RequestedAt, ExpiresAt: a.ExpiresAt,
 			DecidedAt: a.DecidedAt, DecidedBy: a.DecidedByEmail, Comment: a.Comment, ExecutedAt: a.ExecutedAt, Now: now}
 		card.Rule, card.RuleURL = ruleLink(org.Slug, w.Slug, a.PolicyID, rules)

@@ -53,9 +53,9 @@ func (f *approvalFixture) holdFor(t *testing.T, email, tool string, selfApproval
 	caller := f.userID(email)
 	a, err := f.approvals.Request(context.Background(), approvals.NewRequest{
 		OrgID: f.orgID, WorkspaceID: f.wsID, Tool: tool, SourceID: "src_demo",
-		Arguments:         json.RawMessage(`{"text":"ship it","api_key":"` + secretValue + `"}`),
-		Redacted:          json.RawMessage(`{"text":"ship it","api_key":"[redacted]"}`),
-		UserID:            &caller, Via: "mcp", Reason: "deploys need a person",
+		Arguments: json.RawMessage(`{"text":"ship it","api_key":"` + secretValue + `"}`),
+		Redacted:  json.RawMessage(`{"text":"ship it","api_key":"[redacted]"}`),
+		UserID:    &caller, Via: "mcp", Reason: "deploys need a person",
 		AllowSelfApproval: selfApproval,
 	})
 	if err != nil {

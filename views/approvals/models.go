@@ -45,6 +45,8 @@ type ListBody struct {
 	FragmentURL string
 	CSRF        string
 	Cards       []Card
+	// Truncated is set when there are more requests than the page shows.
+	Truncated bool
 }
 
 // Card is one request, in the list or on its own page.
@@ -57,7 +59,6 @@ type Card struct {
 	// Key and User name the caller: the API key (or "Console") and its owner.
 	Key  string
 	User string
-	Via  string
 	// Rule describes the policy rule that held the call; RuleURL is its
 	// edit page, empty when the tool's default held it.
 	Rule        string
