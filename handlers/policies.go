@@ -632,12 +632,14 @@ func simulationResult(orgSlug, wsSlug string, sim policy.Simulation) *views.Resu
 	return r
 }
 
-// ruleName names a rule by its level and position.
+// ruleName names a rule by its level, its id (which reasons quote) and
+// its position.
 func ruleName(p db.Policy) string {
+	level := "workspace"
 	if p.WorkspaceID == nil {
-		return "organization rule " + strconv.Itoa(p.Position)
+		level = "organization"
 	}
-	return "workspace rule " + strconv.Itoa(p.Position)
+	return fmt.Sprintf("%s rule #%d at position %d", level, p.ID, p.Position)
 }
 
 // callerLabel names a simulated caller.

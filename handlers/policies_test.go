@@ -563,7 +563,7 @@ func TestPoliciesSimulate(t *testing.T) {
 	res = f.viewer.post("/o/acme/w/default/policies/simulate", url.Values{"caller": {"user:" + strconv.FormatInt(ownerID, 10)},
 		"path": {write}, "arguments": {`{"amount": 5000}`}}, true)
 	if res.status != http.StatusOK || !strings.Contains(res.body, `data-testid="sim-effect">Require approval`) ||
-		!strings.Contains(res.body, "workspace rule 1") || !strings.Contains(res.body, `data-testid="sim-step"`) ||
+		!strings.Contains(res.body, "workspace rule #"+strconv.FormatInt(big.ID, 10)+" at position 1") || !strings.Contains(res.body, `data-testid="sim-step"`) ||
 		strings.Contains(res.body, "<html") {
 		t.Fatalf("console simulate: %d %s", res.status, res.body)
 	}
