@@ -66,6 +66,7 @@ import (
 	"github.com/toolgate/toolgate/db"
 	"github.com/toolgate/toolgate/internal/auth"
 	"github.com/toolgate/toolgate/internal/mcpserver"
+	"github.com/toolgate/toolgate/internal/policy"
 	"github.com/toolgate/toolgate/internal/search"
 	"github.com/toolgate/toolgate/internal/secrets"
 	"github.com/toolgate/toolgate/internal/sources"
@@ -233,6 +234,11 @@ func run(ctx context.Context, o options) (err error) {
 
 	b := &bench{o: o, tg: tg, pg: clusterOf(ctx, store), seed: seed, tools: tools, mcpURL: mcpUp.URL + "/mcp", apiURL: apiUp.URL,
 		client: &http.Client{Transport: newTransport()}}
+	b.policy = policySummary(ctx, store, seed)
+	if problem := b.checkPolicy(ctx, store); problem != "" {
+		b.policy = "NOT ENFORCED: " + problem
+	}
+	fmt.Printf("policy: %s\n", b.policy)
 	b.preflight(ctx)
 	b.loadBefore = loadAverage()
 	results, err := b.measureAll(ctx)
@@ -293,6 +299,8 @@ type bench struct {
 	// gatewayCalls counts every call sent through toolgate, warm-up and
 	// failures included, to compare with the audit rows.
 	gatewayCalls int
+	// policy says which rules the calls are evaluated against.
+	policy string
 }
 
 // newTransport is a keep-alive transport sized for the largest session
@@ -711,6 +719,10 @@ func (b *bench) report(results map[runKey][]runResult) {
 	fmt.Printf("machine: %s, %d cores, %s; toolgate pid %d shares them with this process (clients and upstreams), PostgreSQL and Meilisearch\n",
 		cpuModel(), runtime.NumCPU(), runtime.Version(), b.tg.cmd.Process.Pid)
 	fmt.Printf("load average (1, 5, 15 min) before the runs %s, after %s\n", b.loadBefore, b.loadAfter)
+	fmt.Printf("on every call through toolgate: authentication (workspace API key), policy (%s), audit (tool_calls rows)\n", b.policy)
+	if len(b.o.env) > 0 {
+		fmt.Printf("toolgate environment: %s\n", strings.Join(b.o.env, " "))
+	}
 	fmt.Printf("medians over %d rounds of %s (after %s warm-up); CPU/call is user+system time per call of the toolgate process, of the\n"+
 		"PostgreSQL cluster (%s) and of this process (the clients and the upstreams);\n"+
 		"on direct runs toolgate's and PostgreSQL's are their idle background\n\n", b.o.rounds, b.o.duration, b.o.warmup, b.pg)
@@ -772,6 +784,61 @@ func (b *bench) report(results map[runKey][]runResult) {
 		fmt.Printf("  %-28s throughput %4.0f%% %-6s  CPU/call %8s %s%s\n", v.name, 100*v.share, mark(v.share >= targetShare),
 			fmtDur(v.cpu), mark(v.cpu <= targetCPU), note)
 	}
+}
+
+// checkPolicy shows toolgate evaluates the rules on every call: a deny
+// rule put first stops a call_tool call to the HTTP API; it is removed
+// again before the runs. It says what went wrong, or "".
+func (b *bench) checkPolicy(ctx context.Context, store *db.Store) string {
+	rules := &policy.Service{Store: store}
+	at := policy.Place{OrgID: b.seed.orgID}
+	deny, err := rules.Create(ctx, at, b.seed.userID, policy.Input{TargetType: policy.TargetEveryone,
+		SelectorType: policy.SelectAll, Effect: policy.Deny, Note: "bench: policy check"})
+	if err != nil {
+		return "cannot add the check's deny rule: " + err.Error()
+	}
+	defer func() {
+		if err := rules.Delete(context.WithoutCancel(ctx), at, deny.ID); err != nil {
+			log.Printf("remove the check's deny rule: %v", err)
+		}
+	}()
+	if _, err := rules.Move(ctx, at, deny.ID, "up"); err != nil {
+		return "cannot move the check's deny rule first: " + err.Error()
+	}
+	tr := newTransport()
+	defer tr.CloseIdleConnections()
+	c, err := b.connect(ctx, scenario{"api-call", "OpenAPI", "/mcp call_tool", true}, tr)
+	if err != nil {
+		return err.Error()
+	}
+	defer c.close()
+	// Replicas learn of rule changes by notification: allow it a moment.
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) {
+		cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		err := c.call(cctx)
+		cancel()
+		b.gatewayCalls++
+		if err != nil && strings.Contains(err.Error(), "tool error") {
+			return ""
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	return "a call went through despite an organization rule denying everything"
+}
+
+// policySummary counts the rules every call through toolgate is evaluated
+// against.
+func policySummary(ctx context.Context, store *db.Store, s seeded) string {
+	org, err := store.Policies(ctx, s.orgID, nil)
+	if err != nil {
+		return "rules unknown: " + err.Error()
+	}
+	ws, err := store.Policies(ctx, s.orgID, &s.wsID)
+	if err != nil {
+		return "rules unknown: " + err.Error()
+	}
+	return fmt.Sprintf("on: %d organization rule(s), the first %q, and %d workspace rule(s)", len(org), org[0].Effect+" everything", len(ws))
 }
 
 // reportAudit compares the audit rows toolgate wrote with the calls sent
@@ -869,14 +936,18 @@ func newAPIUpstream() *httptest.Server {
 // seeded is what seedTenant made.
 type seeded struct {
 	orgID       int64
+	wsID        int64
+	userID      int64
 	key         string
 	mcpSourceID string
 	apiSourceID string
 }
 
 // seedTenant creates an account with its organization and Default
-// workspace, a search-mode workspace API key, and the two sources, whose
-// refreshes wait in the queue for toolgate's worker.
+// workspace, a search-mode workspace API key, the organization rule "allow
+// every call" (so policy is evaluated on every call and no call is held for
+// approval: the MCP echo tool's default is to require it), and the two
+// sources, whose refreshes wait in the queue for toolgate's worker.
 func seedTenant(ctx context.Context, store *db.Store, mcpURL, apiURL string) (seeded, error) {
 	ten := &tenancy.Service{Store: store, Signup: tenancy.SignupClosed}
 	user, org, err := ten.CreateAccount(ctx, "bench@toolgate.test", "Bench", "bench-"+randomHex(12), "Bench")
@@ -890,6 +961,11 @@ func seedTenant(ctx context.Context, store *db.Store, mcpURL, apiURL string) (se
 	_, key, err := ten.CreateAPIKey(ctx, ws, user, auth.Owner, tenancy.APIKeyInput{Name: "bench agent", Mode: tenancy.ModeSearch})
 	if err != nil {
 		return seeded{}, fmt.Errorf("create the API key: %w", err)
+	}
+	rules := &policy.Service{Store: store}
+	if _, err := rules.Create(ctx, policy.Place{OrgID: org.ID}, user.ID, policy.Input{TargetType: policy.TargetEveryone,
+		SelectorType: policy.SelectAll, Effect: policy.Allow, Note: "bench: allow every call"}); err != nil {
+		return seeded{}, fmt.Errorf("create the policy rule: %w", err)
 	}
 	q, err := worker.NewQueue(store)
 	if err != nil {
@@ -908,7 +984,7 @@ func seedTenant(ctx context.Context, store *db.Store, mcpURL, apiURL string) (se
 	if err != nil {
 		return seeded{}, fmt.Errorf("create the OpenAPI source: %w", err)
 	}
-	return seeded{orgID: org.ID, key: key, mcpSourceID: mcpSrc.ID, apiSourceID: apiSrc.ID}, nil
+	return seeded{orgID: org.ID, wsID: ws.ID, userID: user.ID, key: key, mcpSourceID: mcpSrc.ID, apiSourceID: apiSrc.ID}, nil
 }
 
 // waitSources waits until toolgate's worker has discovered and indexed both
