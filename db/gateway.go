@@ -22,6 +22,13 @@ type CallTool struct {
 	SourceBaseURL    string          `db:"source_base_url"`
 	SourceGeneration int64           `db:"source_generation"`
 	SourceUpdatedAt  time.Time       `db:"source_updated_at"`
+	// SourceApprovalOverride is the source's override of its tools'
+	// default approval ("auto" or "required"); nil keeps each tool's own.
+	SourceApprovalOverride *string `db:"source_approval_override"`
+	// The policy versions of the organization and of the workspace: a
+	// compiled rule set is reused while both stay the same.
+	OrgPolicyVersion       int64 `db:"org_policy_version"`
+	WorkspacePolicyVersion int64 `db:"workspace_policy_version"`
 
 	// The credential, all nil when none applies.
 	CredentialID        *string    `db:"credential_id"`
@@ -74,11 +81,15 @@ const callTool = `WITH visible AS (
 		CASE s.type WHEN 'mcp' THEN s.config
 			ELSE jsonb_strip_nulls(jsonb_build_object('baseUrl', s.config->'baseUrl', 'endpoint', s.config->'endpoint')) END AS source_config,
 		s.base_url AS source_base_url, s.generation AS source_generation, s.updated_at AS source_updated_at,
+		s.approval_override AS source_approval_override, o.policy_version AS org_policy_version,
+		COALESCE(w.policy_version, 0) AS workspace_policy_version,
 		c.id AS credential_id, c.scope AS credential_scope, c.auth AS credential_auth, c.key_id AS credential_key_id,
 		c.nonce AS credential_nonce, c.ciphertext AS credential_ciphertext, c.updated_at AS credential_updated_at
 	FROM found f
 	JOIN source_tools t ON t.source_id = f.source_id AND t.path = f.path
 	JOIN sources s ON s.id = t.source_id
+	JOIN organizations o ON o.id = s.org_id
+	LEFT JOIN workspaces w ON w.id = $2 AND w.org_id = s.org_id
 	LEFT JOIN LATERAL (
 		SELECT c.id, c.scope, c.auth, c.key_id, c.nonce, c.ciphertext, c.updated_at FROM credentials c
 		WHERE c.org_id = s.org_id AND c.source_id = s.id
@@ -101,6 +112,7 @@ func (s *Store) CallTool(ctx context.Context, orgID, workspaceID, userID int64, 
 		(*[]byte)(&t.OutputSchema), (*[]byte)(&t.Annotations), &t.DefaultApproval, (*[]byte)(&t.Ref), &params, &t.DocHash,
 		&t.SourceName, &t.SourceSlug, &t.SourceType, &t.SourceScope, &t.SourceEnabled,
 		&t.SourceWorkspaceID, &t.SourceConfigVersion, (*[]byte)(&t.SourceConfig), &t.SourceBaseURL, &t.SourceGeneration, &t.SourceUpdatedAt,
+		&t.SourceApprovalOverride, &t.OrgPolicyVersion, &t.WorkspacePolicyVersion,
 		&t.CredentialID, &t.CredentialScope, &t.CredentialAuth, &t.CredentialKeyID, &t.CredentialNonce, &t.CredentialSealed, &t.CredentialUpdatedAt)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return CallTool{}, ErrNotFound
@@ -109,11 +121,23 @@ func (s *Store) CallTool(ctx context.Context, orgID, workspaceID, userID int64, 
 	return t, err
 }
 
+// ListedTool is a tool as a listing shows it, with what policies read of
+// it besides: the HTTP method of an OpenAPI operation and the source's
+// approval override.
+type ListedTool struct {
+	VisibleTool
+	// Method is the OpenAPI operation's method, "" for other types.
+	Method string `db:"method"`
+	// SourceApprovalOverride is "auto", "required" or nil.
+	SourceApprovalOverride *string `db:"source_approval_override"`
+}
+
 // WorkspaceTools lists every tool of the enabled sources a workspace sees
 // (its own and its organization's), by path.
-func (s *Store) WorkspaceTools(ctx context.Context, orgID, workspaceID int64) ([]VisibleTool, error) {
-	out := []VisibleTool{}
-	err := s.db.SelectContext(ctx, &out, `SELECT `+visibleToolColumns+`
+func (s *Store) WorkspaceTools(ctx context.Context, orgID, workspaceID int64) ([]ListedTool, error) {
+	out := []ListedTool{}
+	err := s.db.SelectContext(ctx, &out, `SELECT `+visibleToolColumns+`, COALESCE(t.ref->>'method', '') AS method,
+		s.approval_override AS source_approval_override
 		FROM sources s JOIN source_tools t ON t.source_id = s.id
 		WHERE s.org_id = $1 AND (s.workspace_id IS NULL OR s.workspace_id = $2) AND s.enabled
 		ORDER BY t.path, t.source_id`, orgID, workspaceID)
@@ -129,4 +153,30 @@ func (s *Store) RegistryVersion(ctx context.Context, orgID, workspaceID int64) (
 			|| ':' || floor(extract(epoch FROM updated_at) * 1000000), ',' ORDER BY id), ''))
 		FROM sources WHERE org_id = $1 AND (workspace_id IS NULL OR workspace_id = $2)`, orgID, workspaceID)
 	return v, err
+}
+
+// ToolRef names one tool of a source.
+type ToolRef struct {
+	SourceID, Path string
+}
+
+// ToolsByRef loads, in one query, the tools refs name among those a
+// workspace sees (search hits, to evaluate policies on them); refs that
+// name nothing are left out.
+func (s *Store) ToolsByRef(ctx context.Context, orgID, workspaceID int64, refs []ToolRef) ([]ListedTool, error) {
+	out := []ListedTool{}
+	if len(refs) == 0 {
+		return out, nil
+	}
+	ids, paths := make([]string, len(refs)), make([]string, len(refs))
+	for i, r := range refs {
+		ids[i], paths[i] = r.SourceID, r.Path
+	}
+	err := s.db.SelectContext(ctx, &out, `SELECT `+visibleToolColumns+`, COALESCE(t.ref->>'method', '') AS method,
+		s.approval_override AS source_approval_override
+		FROM unnest(CAST($3 AS text[]), CAST($4 AS text[])) AS r(source_id, path)
+		JOIN sources s ON s.id = r.source_id
+		JOIN source_tools t ON t.source_id = s.id AND t.path = r.path
+		WHERE s.org_id = $1 AND (s.workspace_id IS NULL OR s.workspace_id = $2)`, orgID, workspaceID, ids, paths)
+	return out, err
 }

@@ -26,8 +26,10 @@ type NewToolCall struct {
 	Outcome        string
 	Error          string
 	UpstreamStatus int // 0: none
-	StartedAt      time.Time
-	DurationUS     int64
+	// ApprovalID is the approval that held the call; "" for none.
+	ApprovalID string
+	StartedAt  time.Time
+	DurationUS int64
 }
 
 // ToolCall is one audit row, with the key's name and the user's email for
@@ -49,6 +51,7 @@ type ToolCall struct {
 	Outcome        string          `db:"outcome"`
 	Error          string          `db:"error"`
 	UpstreamStatus *int            `db:"upstream_status"`
+	ApprovalID     *string         `db:"approval_id"`
 	StartedAt      time.Time       `db:"started_at"`
 	DurationUS     int64           `db:"duration_us"`
 }
@@ -94,7 +97,7 @@ type ToolCallKey struct {
 
 const toolCallSelect = `SELECT t.id, t.org_id, t.workspace_id, t.key_id, k.name AS key_name, k.revoked_at IS NOT NULL AS key_revoked, t.user_id,
 	u.email AS user_email, u.name AS user_name, t.via, t.tool, t.source_id, t.arguments, t.outcome, t.error,
-	t.upstream_status, t.started_at, t.duration_us
+	t.upstream_status, t.approval_id, t.started_at, t.duration_us
 	FROM tool_calls t
 	LEFT JOIN api_keys k ON k.id = t.key_id
 	LEFT JOIN users u ON u.id = t.user_id`
@@ -117,6 +120,7 @@ func (s *Store) InsertToolCalls(ctx context.Context, calls []NewToolCall) (int64
 		status           = make([]*int32, n)
 		started          = make([]time.Time, n)
 		duration         = make([]int64, n)
+		approvals        = make([]*string, n)
 	)
 	for i, c := range calls {
 		orgs[i], workspaces[i], keys[i], users[i] = c.OrgID, c.WorkspaceID, c.KeyID, c.UserID
@@ -130,19 +134,23 @@ func (s *Store) InsertToolCalls(ctx context.Context, calls []NewToolCall) (int64
 			status[i] = &st
 		}
 		started[i], duration[i] = c.StartedAt, c.DurationUS
+		if c.ApprovalID != "" {
+			id := c.ApprovalID
+			approvals[i] = &id
+		}
 	}
 	tag, err := s.pool.Exec(ctx, `INSERT INTO tool_calls (org_id, workspace_id, key_id, user_id, via, tool, source_id,
-			arguments, outcome, error, upstream_status, started_at, duration_us)
+			arguments, outcome, error, upstream_status, started_at, duration_us, approval_id)
 		SELECT r.org_id, r.workspace_id, k.id, u.id, r.via, r.tool, r.source_id,
-			r.arguments, r.outcome, r.error, r.upstream_status, r.started_at, r.duration_us
+			r.arguments, r.outcome, r.error, r.upstream_status, r.started_at, r.duration_us, r.approval_id
 		FROM unnest($1::bigint[], $2::bigint[], $3::bigint[], $4::bigint[], $5::text[], $6::text[], $7::text[],
-			$8::jsonb[], $9::text[], $10::text[], $11::int[], $12::timestamptz[], $13::bigint[])
+			$8::jsonb[], $9::text[], $10::text[], $11::int[], $12::timestamptz[], $13::bigint[], $14::text[])
 			AS r(org_id, workspace_id, key_id, user_id, via, tool, source_id, arguments, outcome, error,
-				upstream_status, started_at, duration_us)
+				upstream_status, started_at, duration_us, approval_id)
 		JOIN workspaces w ON w.id = r.workspace_id AND w.org_id = r.org_id
 		LEFT JOIN api_keys k ON k.id = r.key_id AND k.workspace_id = r.workspace_id
 		LEFT JOIN users u ON u.id = r.user_id`,
-		orgs, workspaces, keys, users, via, tool, src, args, outcome, errs, status, started, duration)
+		orgs, workspaces, keys, users, via, tool, src, args, outcome, errs, status, started, duration, approvals)
 	if err != nil {
 		return 0, err
 	}

@@ -14,11 +14,14 @@ import (
 	"github.com/alexedwards/scs/v2"
 
 	"github.com/toolgate/toolgate/handlers"
+	"github.com/toolgate/toolgate/internal/approvals"
 	"github.com/toolgate/toolgate/internal/auth"
 	"github.com/toolgate/toolgate/internal/gateway"
 	"github.com/toolgate/toolgate/internal/gateway/audit"
 	"github.com/toolgate/toolgate/internal/mcpserver"
+	"github.com/toolgate/toolgate/internal/policy"
 	"github.com/toolgate/toolgate/internal/worker"
+	"github.com/toolgate/toolgate/views/paths"
 )
 
 // shutdownGrace is how long in-flight requests may finish after a signal.
@@ -28,6 +31,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer, getenv 
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	work := fs.Bool("worker", true, "also run the background worker in this process")
+	tune := tuningFlags(fs)
 	if err := fs.Parse(args); err != nil {
 		return errUsage
 	}
@@ -36,6 +40,11 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer, getenv 
 		return err
 	}
 	defer a.close(ctx)
+	untune, err := tune.start(a.cfg, a.log)
+	if err != nil {
+		return err
+	}
+	defer untune()
 
 	sessionStore := pgxstore.NewWithCleanupInterval(a.store.Pool(), 30*time.Minute)
 	defer sessionStore.StopCleanup()
@@ -59,10 +68,12 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer, getenv 
 		return fmt.Errorf("listen on %s (TOOLGATE_ADDR): %w", a.cfg.Addr, err)
 	}
 	recorder := audit.New(a.store, audit.Options{Logger: a.log})
-	gw := a.gateway(recorder)
+	held := approvals.New(approvals.Options{Store: a.store, Ring: a.keys, Logger: a.log})
+	defer held.Close()
+	gw := a.gateway(recorder, held)
 	mcpHandler := a.mcp(gw)
 	srv := &http.Server{
-		Handler:           a.handler(sessionStore, q, gw, mcpHandler),
+		Handler:           a.handler(sessionStore, q, gw, mcpHandler, held),
 		ReadHeaderTimeout: 10 * time.Second,
 		ReadTimeout:       60 * time.Second,
 		IdleTimeout:       120 * time.Second,
@@ -99,7 +110,8 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer, getenv 
 }
 
 // gateway is the call pipeline /mcp and "Try it" share.
-func (a *app) gateway(rec gateway.Recorder) *gateway.Gateway {
+func (a *app) gateway(rec gateway.Recorder, held *approvals.Service) *gateway.Gateway {
+	base := a.cfg.BaseURL.String()
 	return gateway.New(gateway.Options{
 		Recorder:             rec,
 		Store:                a.store,
@@ -107,8 +119,14 @@ func (a *app) gateway(rec gateway.Recorder) *gateway.Gateway {
 		Index:                a.searcher(),
 		AllowPrivateNetworks: a.cfg.AllowPrivateNetworks,
 		MaxResultBytes:       a.cfg.MaxResultBytes,
-		Version:              version,
-		Logger:               a.log,
+		Policies:             &policy.Service{Store: a.store},
+		Approvals:            held,
+		ApprovalWait:         a.cfg.ApprovalWait,
+		ApprovalURL: func(org, ws, id string) string {
+			return base + paths.Approval(org, ws, id)
+		},
+		Version: version,
+		Logger:  a.log,
 	})
 }
 
@@ -127,7 +145,7 @@ func (a *app) mcp(gw *gateway.Gateway) *mcpserver.Handler {
 }
 
 // handler is the whole HTTP surface of the instance.
-func (a *app) handler(sessions scs.Store, q *worker.Queue, gw *gateway.Gateway, mcp http.Handler) http.Handler {
+func (a *app) handler(sessions scs.Store, q *worker.Queue, gw *gateway.Gateway, mcp http.Handler, held *approvals.Service) http.Handler {
 	return handlers.New(handlers.Deps{
 		Config:    a.cfg,
 		Store:     a.store,
@@ -139,6 +157,7 @@ func (a *app) handler(sessions scs.Store, q *worker.Queue, gw *gateway.Gateway, 
 		Keys:      a.keys,
 		Gateway:   gw,
 		MCP:       mcp,
+		Approvals: held,
 		Checks: map[string]func(context.Context) error{
 			"postgresql":  a.store.Ping,
 			"meilisearch": a.meiliCheck,

@@ -21,10 +21,12 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/toolgate/toolgate/db"
+	"github.com/toolgate/toolgate/internal/approvals"
 	"github.com/toolgate/toolgate/internal/auth"
 	"github.com/toolgate/toolgate/internal/credentials"
 	"github.com/toolgate/toolgate/internal/gateway"
 	"github.com/toolgate/toolgate/internal/gateway/audit"
+	"github.com/toolgate/toolgate/internal/policy"
 	"github.com/toolgate/toolgate/internal/registry"
 	"github.com/toolgate/toolgate/internal/search"
 	"github.com/toolgate/toolgate/internal/secrets"
@@ -81,7 +83,7 @@ type tenant struct {
 
 // caller calls from the tenant's first workspace as its owner.
 func (tn tenant) caller() gateway.Caller {
-	return gateway.Caller{OrgID: tn.org.ID, WorkspaceID: tn.ws.ID, UserID: tn.owner.UserID, Via: gateway.ViaConsole}
+	return gateway.Caller{OrgID: tn.org.ID, WorkspaceID: tn.ws.ID, UserID: tn.owner.UserID, Via: gateway.ViaConsole, Role: "owner"}
 }
 
 // env is a database with two tenants, the services that create sources
@@ -94,7 +96,10 @@ type env struct {
 	sources *sources.Service
 	rec     *recorder
 	gw      *gateway.Gateway
-	a, b    tenant
+	// held is the approvals service the gateway holds calls with.
+	held *approvals.Service
+	ring *secrets.Ring
+	a, b tenant
 }
 
 func newEnv(t testing.TB, opts ...func(*gateway.Options)) *env {
@@ -123,9 +128,15 @@ func newEnv(t testing.TB, opts ...func(*gateway.Options)) *env {
 	refresher.Credentials = e.creds
 	e.a = e.newTenant("a")
 	e.b = e.newTenant("b")
+	e.ring = ring
+	e.held = e.newApprovals()
 
 	o := gateway.Options{Store: store, Credentials: e.creds, Index: search.Postgres{Store: store}, Recorder: e.rec,
-		AllowPrivateNetworks: true, Version: "test", Logger: log}
+		AllowPrivateNetworks: true, Version: "test", Logger: log,
+		Policies: &policy.Service{Store: store}, Approvals: e.held, ApprovalWait: 30 * time.Second,
+		ApprovalURL: func(org, ws, id string) string {
+			return "https://toolgate.test/o/" + org + "/w/" + ws + "/approvals/" + id
+		}}
 	for _, f := range opts {
 		f(&o)
 	}
@@ -133,6 +144,39 @@ func newEnv(t testing.TB, opts ...func(*gateway.Options)) *env {
 	e.gw = gateway.New(o)
 	t.Cleanup(func() { e.closeGateway() })
 	return e
+}
+
+// newApprovals is an approvals service over the env's database, as a
+// replica of its own would run one; it wakes and ticks quickly.
+func (e *env) newApprovals() *approvals.Service {
+	s := approvals.New(approvals.Options{Store: e.store, Ring: e.ring, PollInterval: 200 * time.Millisecond,
+		TickInterval: 50 * time.Millisecond, SweepInterval: time.Second})
+	e.t.Cleanup(s.Close)
+	return s
+}
+
+// rule stores a policy rule of an organization (ws nil) or a workspace.
+func (e *env) rule(tn tenant, ws *db.Workspace, f db.PolicyFields) db.Policy {
+	e.t.Helper()
+	if f.TargetType == "" {
+		f.TargetType = "everyone"
+	}
+	if f.SelectorType == "" {
+		f.SelectorType = "all"
+	}
+	if f.ApprovalTTLSeconds == 0 {
+		f.ApprovalTTLSeconds = 600
+	}
+	f.Enabled = true
+	var wsID *int64
+	if ws != nil {
+		wsID = &ws.ID
+	}
+	p, err := e.store.CreatePolicy(context.Background(), tn.org.ID, wsID, tn.owner.UserID, f)
+	if err != nil {
+		e.t.Fatalf("create policy: %v", err)
+	}
+	return p
 }
 
 func (e *env) closeGateway() {
@@ -170,6 +214,9 @@ func (e *env) newTenant(name string) tenant {
 	if err != nil {
 		e.t.Fatal(err)
 	}
+	// Tools default to needing approval unless read-only; the gateway's
+	// tests call them freely, and the policy tests add stricter rules.
+	e.rule(tn, nil, db.PolicyFields{Effect: "allow", Note: "tests call every tool"})
 	return tn
 }
 

@@ -1,11 +1,12 @@
 // Package gateway is the one road from a caller to an upstream tool: the
 // MCP endpoint and the console's "Try it" both call through it. A call
-// resolves the path or alias in the caller's workspace, (Part 6: applies
-// policy and approval), resolves the credential in Part 4's order
-// (account, workspace, organization), validates the arguments against the
-// tool's input schema, executes (OpenAPI over HTTP, GraphQL POST, MCP via
-// the session pool), shapes the result as MCP content, and records the
-// call in the audit.
+// resolves the path or alias in the caller's workspace, applies the
+// workspace's policies (allow, deny, or hold for a person's approval),
+// resolves the credential in Part 4's order (account, workspace,
+// organization), validates the arguments against the tool's input schema,
+// waits for the approval of a held call, executes (OpenAPI over HTTP,
+// GraphQL POST, MCP via the session pool), shapes the result as MCP
+// content, and records the call in the audit.
 package gateway
 
 import (
@@ -18,6 +19,7 @@ import (
 	"time"
 
 	"github.com/toolgate/toolgate/db"
+	"github.com/toolgate/toolgate/internal/approvals"
 	"github.com/toolgate/toolgate/internal/credentials"
 	"github.com/toolgate/toolgate/internal/gateway/audit"
 	"github.com/toolgate/toolgate/internal/gateway/mcppool"
@@ -45,6 +47,17 @@ type Caller struct {
 	KeyID *int64
 	// Via is ViaMCP or ViaConsole.
 	Via string
+
+	// What policies read of the caller: the user's role in the
+	// organization and email, and the key's name ("" for the console).
+	Role, UserEmail, KeyName string
+	// OrgSlug and WorkspaceSlug name the workspace in the console link of
+	// a held call.
+	OrgSlug, WorkspaceSlug string
+	// NoApprovalWait makes a held call answer with its pending handle at
+	// once instead of waiting Options.ApprovalWait (the console, whose web
+	// requests cannot wait that long).
+	NoApprovalWait bool
 }
 
 // Recorder takes audit rows; it must not block.
@@ -65,9 +78,22 @@ type Options struct {
 	// HTTPTimeout bounds one OpenAPI or GraphQL call; 0 means 30 s.
 	HTTPTimeout time.Duration
 	// Pool tunes the MCP upstream sessions; its HTTPClient is set by New.
-	Pool    mcppool.Options
-	Version string
-	Logger  *slog.Logger
+	Pool mcppool.Options
+	// Policies loads the workspace's rules; nil applies every tool's
+	// default alone.
+	Policies Policies
+	// Approvals holds calls a rule or a tool's default sends to a person;
+	// without it such calls are refused.
+	Approvals *approvals.Service
+	// ApprovalWait is how long a held call waits for the decision before
+	// it answers with its pending handle (TOOLGATE_APPROVAL_WAIT); 0
+	// answers at once.
+	ApprovalWait time.Duration
+	// ApprovalURL is the console page of an approval, for people to
+	// decide on; nil leaves the link out.
+	ApprovalURL func(orgSlug, workspaceSlug, id string) string
+	Version     string
+	Logger      *slog.Logger
 }
 
 // Tool is a tool as describe_tool and direct mode present it.
@@ -83,6 +109,18 @@ type Tool struct {
 	OutputSchema    json.RawMessage `json:"output_schema,omitempty"`
 	Annotations     json.RawMessage `json:"annotations,omitempty"`
 	DefaultApproval string          `json:"default_approval"`
+	// Method is an OpenAPI operation's HTTP method, "" for other types.
+	Method string `json:"method,omitempty"`
+	// ApprovalOverride is the source's override of DefaultApproval, "" for
+	// none.
+	ApprovalOverride string `json:"approval_override,omitempty"`
+
+	// Policy is the caller's effective decision on the tool before any
+	// condition on arguments, in a sentence (Describe only).
+	Policy string `json:"policy,omitempty"`
+
+	annotations      map[string]any
+	approvalOverride *string
 }
 
 // Progress receives an upstream's progress notifications during a call.
@@ -137,8 +175,10 @@ type Gateway struct {
 	sources cache[string, *sourcePlan]
 	tools   cache[toolKey, *toolPlan]
 	auths   cache[string, *authEntry]
-	touches touches
-	lookups lookups
+	// policies holds each workspace's compiled rules at their versions.
+	policies cache[[2]int64, *policyEntry]
+	touches  touches
+	lookups  lookups
 }
 
 // New builds a gateway; Close stops its upstream sessions.

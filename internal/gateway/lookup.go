@@ -5,9 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 	"unicode"
 
 	"github.com/toolgate/toolgate/db"
+	"github.com/toolgate/toolgate/internal/policy"
 	"github.com/toolgate/toolgate/internal/search"
 )
 
@@ -19,7 +21,8 @@ const (
 )
 
 // Search finds tools of the enabled sources the caller's workspace sees,
-// best first; sourceID, when set, keeps one source's. limit is clamped to
+// best first, leaving out those its policies deny the caller whatever the
+// arguments; sourceID, when set, keeps one source's. limit is clamped to
 // 1..MaxSearchLimit, and 0 means DefaultSearchLimit.
 func (g *Gateway) Search(ctx context.Context, c Caller, text string, limit int, sourceID string) ([]search.Hit, error) {
 	switch {
@@ -31,41 +34,144 @@ func (g *Gateway) Search(ctx context.Context, c Caller, text string, limit int, 
 	if g.opts.Index == nil {
 		return nil, errors.New("search tools: the gateway has no search index")
 	}
-	res, err := g.opts.Index.Search(ctx, search.Query{OrgID: c.OrgID, WorkspaceID: c.WorkspaceID, Text: text,
-		SourceID: sourceID, Limit: limit})
+	set, err := g.workspaceRules(ctx, c)
 	if err != nil {
 		return nil, fmt.Errorf("search tools: %w", err)
 	}
-	if res.Hits == nil {
+	fetch := limit
+	if set.Len() > 0 {
+		// Some hits may be hidden: ask for more, keep limit.
+		fetch = limit + hiddenSlack
+	}
+	res, err := g.opts.Index.Search(ctx, search.Query{OrgID: c.OrgID, WorkspaceID: c.WorkspaceID, Text: text,
+		SourceID: sourceID, Limit: fetch})
+	if err != nil {
+		return nil, fmt.Errorf("search tools: %w", err)
+	}
+	hits := res.Hits
+	if set.Len() > 0 && len(hits) > 0 {
+		if hits, err = g.visibleHits(ctx, c, set, hits); err != nil {
+			return nil, fmt.Errorf("search tools: %w", err)
+		}
+	}
+	if len(hits) > limit {
+		hits = hits[:limit]
+	}
+	if hits == nil {
 		return []search.Hit{}, nil
 	}
-	return res.Hits, nil
+	return hits, nil
+}
+
+// hiddenSlack is how many more hits a search asks the index for when
+// rules may hide some.
+const hiddenSlack = 20
+
+// visibleHits drops the hits set hides from c, reading what rules need of
+// them in one query; a hit the database no longer holds is dropped too.
+func (g *Gateway) visibleHits(ctx context.Context, c Caller, set *policy.Set, hits []search.Hit) ([]search.Hit, error) {
+	refs := make([]db.ToolRef, len(hits))
+	for i, h := range hits {
+		refs[i] = db.ToolRef{SourceID: h.SourceID, Path: h.Path}
+	}
+	rows, err := g.opts.Store.ToolsByRef(ctx, c.OrgID, c.WorkspaceID, refs)
+	if err != nil {
+		return nil, err
+	}
+	byRef := make(map[db.ToolRef]db.ListedTool, len(rows))
+	for _, r := range rows {
+		byRef[db.ToolRef{SourceID: r.SourceID, Path: r.Path}] = r
+	}
+	pc, now := c.policyCaller(), time.Now()
+	out := hits[:0:0]
+	for _, h := range hits {
+		r, ok := byRef[db.ToolRef{SourceID: h.SourceID, Path: h.Path}]
+		if ok && !set.Hidden(listedPolicyTool(r), pc, now) {
+			out = append(out, h)
+		}
+	}
+	return out, nil
 }
 
 // Describe finds a tool the caller's workspace sees by its path or one of
-// its aliases. A tool of a disabled source, or none, is a [*NotFoundError]
-// with suggestions from the workspace's own tools.
+// its aliases, with the caller's effective decision on it (Policy). A tool
+// of a disabled source, one its policies deny the caller whatever the
+// arguments, or none, is a [*NotFoundError] with suggestions from the
+// workspace's own tools.
 func (g *Gateway) Describe(ctx context.Context, c Caller, path string) (Tool, error) {
-	t, err := g.opts.Store.ToolByPath(ctx, c.OrgID, c.WorkspaceID, path)
+	t, err := g.callTool(ctx, c, path)
 	if errors.Is(err, db.ErrNotFound) || err == nil && !t.SourceEnabled {
 		return Tool{}, g.notFound(ctx, c, path)
 	}
 	if err != nil {
 		return Tool{}, fmt.Errorf("look up tool %q: %w", path, err)
 	}
-	return toolOf(t), nil
+	set, err := g.rules(ctx, c.OrgID, c.WorkspaceID, t.OrgPolicyVersion, t.WorkspacePolicyVersion)
+	if err != nil {
+		return Tool{}, err
+	}
+	pt, pc, now := callPolicyTool(&t, g.toolPlan(&t)), c.policyCaller(), time.Now()
+	if set.Hidden(pt, pc, now) {
+		return Tool{}, g.notFound(ctx, c, path)
+	}
+	out := toolOf(t.VisibleTool)
+	out.Method = pt.Method
+	if t.SourceApprovalOverride != nil {
+		out.ApprovalOverride = *t.SourceApprovalOverride
+	}
+	out.Policy = policyNote(set.Decide(pt, pc, map[string]any{}, now))
+	return out, nil
+}
+
+// policyNote says in a sentence what a call meets, before any condition
+// on its arguments.
+func policyNote(d policy.Decision) string {
+	switch d.Effect {
+	case policy.Allow:
+		return "allowed: " + d.Reason
+	case policy.RequireApproval:
+		return "approval required (a person decides before it runs): " + d.Reason
+	}
+	return "denied: " + d.Reason
 }
 
 // List is every tool of the enabled sources the caller's workspace sees
-// (its own and its organization's), by path: what direct mode offers.
+// (its own and its organization's), by path, leaving out those its
+// policies deny the caller whatever the arguments.
 func (g *Gateway) List(ctx context.Context, c Caller) ([]Tool, error) {
-	rows, err := g.opts.Store.WorkspaceTools(ctx, c.OrgID, c.WorkspaceID)
+	all, err := g.ListAll(ctx, c.OrgID, c.WorkspaceID)
+	if err != nil {
+		return nil, err
+	}
+	vis, err := g.Visibility(ctx, c)
+	if err != nil {
+		return nil, fmt.Errorf("list tools: %w", err)
+	}
+	out := all[:0]
+	for _, t := range all {
+		if !vis.Hidden(t) {
+			out = append(out, t)
+		}
+	}
+	return out, nil
+}
+
+// ListAll is every tool of the enabled sources a workspace sees, whoever
+// asks: direct mode's shared list, which it filters per caller with
+// [Gateway.Visibility].
+func (g *Gateway) ListAll(ctx context.Context, orgID, workspaceID int64) ([]Tool, error) {
+	rows, err := g.opts.Store.WorkspaceTools(ctx, orgID, workspaceID)
 	if err != nil {
 		return nil, fmt.Errorf("list tools: %w", err)
 	}
 	out := make([]Tool, len(rows))
-	for i, t := range rows {
-		out[i] = toolOf(t)
+	for i, r := range rows {
+		out[i] = toolOf(r.VisibleTool)
+		out[i].Method = r.Method
+		out[i].annotations = annotationsOf(r.Annotations)
+		if r.SourceApprovalOverride != nil {
+			out[i].ApprovalOverride, out[i].approvalOverride = *r.SourceApprovalOverride, r.SourceApprovalOverride
+		}
 	}
 	return out, nil
 }
@@ -118,13 +224,13 @@ func (g *Gateway) suggest(ctx context.Context, c Caller, path string) []string {
 	if words == "" || g.opts.Index == nil {
 		return []string{}
 	}
-	res, err := g.opts.Index.Search(ctx, search.Query{OrgID: c.OrgID, WorkspaceID: c.WorkspaceID, Text: words, Limit: maxSuggestions + 1})
+	hits, err := g.Search(ctx, c, words, maxSuggestions+1, "")
 	if err != nil {
 		g.opts.Logger.Warn("suggest tools", "error", err.Error())
 		return []string{}
 	}
 	out := []string{}
-	for _, h := range res.Hits {
+	for _, h := range hits {
 		if h.Path != path && len(out) < maxSuggestions {
 			out = append(out, h.Path)
 		}

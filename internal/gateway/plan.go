@@ -93,6 +93,8 @@ type toolPlan struct {
 	gqlPrefix []byte
 	mcpTool   string
 	refErr    error
+	// annotations are the tool's MCP hints as rules read them.
+	annotations map[string]any
 }
 
 func (g *Gateway) toolPlan(t *db.CallTool) *toolPlan {
@@ -100,7 +102,7 @@ func (g *Gateway) toolPlan(t *db.CallTool) *toolPlan {
 	if p, ok := g.tools.get(key); ok {
 		return p
 	}
-	p := &toolPlan{hasOutput: db.Present(t.OutputSchema) && string(t.OutputSchema) != "{}"}
+	p := &toolPlan{hasOutput: db.Present(t.OutputSchema) && string(t.OutputSchema) != "{}", annotations: annotationsOf(t.Annotations)}
 	p.schema, p.schemaErr = compileSchema(t.InputSchema)
 	if p.schemaErr != nil {
 		g.opts.Logger.Warn("tool input schema does not compile; arguments go unchecked", "source", t.SourceID, "tool", t.Path, "error", p.schemaErr.Error())

@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 	"sync"
@@ -76,6 +77,9 @@ type directServer struct {
 	syncMu  sync.Mutex
 	version string
 	defs    map[string]string // tool name -> hash of its definition
+	// tools maps each listed name to its tool, for filtering per caller;
+	// replaced as a whole by each sync.
+	tools atomic.Pointer[map[string]gateway.Tool]
 	// lastUsed is when a request last asked for this server; lastSync when
 	// its version was last checked.
 	lastUsed, lastSync atomic.Int64
@@ -104,7 +108,8 @@ func (d *directServers) get(ctx context.Context, orgID, workspaceID int64) *mcp.
 			orgID: orgID, workspaceID: workspaceID, defs: map[string]string{},
 			server: mcp.NewServer(&mcp.Implementation{Name: "toolgate", Title: "toolgate", Version: d.h.opts.Version}, opts),
 		}
-		ds.server.AddReceivingMiddleware(d.h.trackLogLevel)
+		ds.server.AddReceivingMiddleware(d.h.trackLogLevel, d.hideTools(ds))
+		d.h.addGetApproval(ds.server)
 		d.by[workspaceID] = ds
 	}
 	d.mu.Unlock()
@@ -161,17 +166,19 @@ func (d *directServers) sync(ctx context.Context, ds *directServer) error {
 	if version == ds.version {
 		return nil
 	}
-	tools, err := gw.List(ctx, gateway.Caller{OrgID: ds.orgID, WorkspaceID: ds.workspaceID})
+	tools, err := gw.ListAll(ctx, ds.orgID, ds.workspaceID)
 	if err != nil {
 		return err
 	}
 	seen := make(map[string]bool, len(tools))
+	byName := make(map[string]gateway.Tool, len(tools))
 	for _, t := range tools {
 		name := ToolName(t.Path)
-		if seen[name] {
+		if seen[name] || name == GetApprovalTool {
 			name = hashed(name, t.Path)
 		}
 		seen[name] = true
+		byName[name] = t
 		def := d.definition(name, t)
 		hash := definitionHash(def)
 		if ds.defs[name] == hash {
@@ -193,8 +200,50 @@ func (d *directServers) sync(ctx context.Context, ds *directServer) error {
 	if len(gone) > 0 {
 		ds.server.RemoveTools(gone...)
 	}
+	ds.tools.Store(&byName)
 	ds.version = version
 	return nil
+}
+
+// hideTools filters each tools/list answer of a workspace's shared server
+// for the caller who asked: tools its policies deny whatever the
+// arguments are left out, with one rule set per request evaluated in
+// memory. (A call of a hidden tool is refused by the gateway anyway.)
+func (d *directServers) hideTools(ds *directServer) mcp.Middleware {
+	return func(next mcp.MethodHandler) mcp.MethodHandler {
+		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+			res, err := next(ctx, method, req)
+			if method != "tools/list" || err != nil {
+				return res, err
+			}
+			list, ok := res.(*mcp.ListToolsResult)
+			if !ok {
+				return res, err
+			}
+			c, ok := callerOf(req.GetExtra())
+			if !ok {
+				return nil, errors.New("no caller")
+			}
+			vis, err := d.h.opts.Gateway.Visibility(ctx, c.gatewayCaller())
+			if err != nil {
+				return nil, err
+			}
+			byName := ds.tools.Load()
+			if byName == nil {
+				return res, nil
+			}
+			kept := make([]*mcp.Tool, 0, len(list.Tools))
+			for _, def := range list.Tools {
+				if t, known := (*byName)[def.Name]; known && vis.Hidden(t) {
+					continue
+				}
+				kept = append(kept, def)
+			}
+			out := *list
+			out.Tools = kept
+			return &out, nil
+		}
+	}
 }
 
 // definition is a registry tool as direct mode lists it: a short

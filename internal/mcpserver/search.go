@@ -15,7 +15,7 @@ import (
 
 // searchInstructions tell an agent how to use search mode; the tools'
 // own descriptions stay short.
-const searchInstructions = `toolgate gives you the tools of one workspace: HTTP APIs (OpenAPI), GraphQL endpoints and MCP servers, behind one endpoint.
+var searchInstructions = `toolgate gives you the tools of one workspace: HTTP APIs (OpenAPI), GraphQL endpoints and MCP servers, behind one endpoint.
 
 Work in three steps:
 1. search_tools with a few words about the task ("create issue", "weather forecast"). Results are tool paths such as github.issues.create, best first, with a short description and a score.
@@ -23,14 +23,21 @@ Work in three steps:
 3. call_tool with the path and an arguments object that matches the schema. The answer is the tool's own result. Arguments that do not match the schema are refused with every problem listed, before anything reaches the upstream.
 
 Paths are "namespace.name"; the namespace is the source. search_tools accepts source (a source name or id) to stay within one source.
-Answers longer than the workspace's limit are cut, and say so. Errors from an upstream come back as tool errors with the HTTP status and an excerpt of the body.`
+Answers longer than the workspace's limit are cut, and say so. Errors from an upstream come back as tool errors with the HTTP status and an excerpt of the body.
+
+` + approvalInstructions
 
 // directInstructions tell an agent what direct mode is.
-const directInstructions = `toolgate gives you the tools of one workspace: HTTP APIs (OpenAPI), GraphQL endpoints and MCP servers, behind one endpoint.
+var directInstructions = `toolgate gives you the tools of one workspace: HTTP APIs (OpenAPI), GraphQL endpoints and MCP servers, behind one endpoint.
 
 Every tool is listed directly. A tool's name is its toolgate path with dots written as "__" (github__issues__create is github.issues.create); very long names end in a short hash. Tool descriptions are shortened; the argument schemas are complete.
 Arguments that do not match a tool's schema are refused with every problem listed, before anything reaches the upstream. Answers longer than the workspace's limit are cut, and say so. Errors from an upstream come back as tool errors with the HTTP status and an excerpt of the body.
-The list changes when the workspace's sources change; you are notified with notifications/tools/list_changed.`
+The list changes when the workspace's sources change; you are notified with notifications/tools/list_changed.
+
+` + approvalInstructions
+
+// approvalInstructions explain held calls, in both modes.
+const approvalInstructions = `The workspace's policies may refuse a call (a tool error says why) or hold it for a person's approval. A held call waits for the decision for a while, sending progress notifications; if nobody decides in time, it returns status "pending" with an approval_id (not an error: nothing has run). Get the outcome later with get_approval {"approval_id": ...}: once approved, the call runs exactly once, with the arguments that were approved.`
 
 type searchArgs struct {
 	Query  string `json:"query" jsonschema:"a few words about what you want to do"`
@@ -76,9 +83,10 @@ func (h *Handler) newSearchServer() *mcp.Server {
 	s.AddTool(&mcp.Tool{
 		Name:        "call_tool",
 		Title:       "Call a tool",
-		Description: "Call a tool by path with arguments matching its schema (see describe_tool). Returns the tool's result.",
-		InputSchema: json.RawMessage(`{"type":"object","properties":{"path":{"type":"string","description":"the tool's path"},"arguments":{"type":"object","description":"the tool's arguments, matching its input schema"}},"required":["path"],"additionalProperties":false}`),
+		Description: "Call a tool by path with arguments matching its schema (see describe_tool). Returns the tool's result. With approval_id: the outcome of a call held for approval.",
+		InputSchema: json.RawMessage(`{"type":"object","properties":{"path":{"type":"string","description":"the tool's path"},"arguments":{"type":"object","description":"the tool's arguments, matching its input schema"},"approval_id":{"type":"string","description":"the approval_id of an earlier call held for approval, to get its outcome"}},"required":["path"],"additionalProperties":false}`),
 	}, h.callTool)
+	h.addGetApproval(s)
 	return s
 }
 
@@ -154,7 +162,8 @@ func (h *Handler) describeTool(ctx context.Context, req *mcp.CallToolRequest) (*
 		OutputSchema    json.RawMessage `json:"output_schema,omitempty"`
 		Annotations     json.RawMessage `json:"annotations,omitempty"`
 		DefaultApproval string          `json:"default_approval"`
-	}{t.Path, t.Title, t.Description, t.SourceName, t.InputSchema, present(t.OutputSchema), present(t.Annotations), t.DefaultApproval}
+		Policy          string          `json:"policy,omitempty"`
+	}{t.Path, t.Title, t.Description, t.SourceName, t.InputSchema, present(t.OutputSchema), present(t.Annotations), t.DefaultApproval, t.Policy}
 	b, err := json.MarshalIndent(d, "", "  ")
 	if err != nil {
 		return nil, err
@@ -164,11 +173,15 @@ func (h *Handler) describeTool(ctx context.Context, req *mcp.CallToolRequest) (*
 
 func (h *Handler) callTool(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 	var in struct {
-		Path      string          `json:"path"`
-		Arguments json.RawMessage `json:"arguments"`
+		Path       string          `json:"path"`
+		Arguments  json.RawMessage `json:"arguments"`
+		ApprovalID string          `json:"approval_id"`
 	}
 	if err := json.Unmarshal(req.Params.Arguments, &in); err != nil || strings.TrimSpace(in.Path) == "" {
 		return toolError("path is required: a tool path from search_tools; arguments is an object"), nil
+	}
+	if id := strings.TrimSpace(in.ApprovalID); id != "" {
+		return h.resume(ctx, req, id, strings.TrimSpace(in.Path), in.Arguments)
 	}
 	return h.call(ctx, req, strings.TrimSpace(in.Path), in.Arguments)
 }

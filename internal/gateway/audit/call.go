@@ -22,12 +22,19 @@ const (
 	OutcomeInvalid = "invalid"
 	// OutcomeNotFound: no tool has that path in the caller's workspace.
 	OutcomeNotFound = "not_found"
-	// OutcomeDenied: a policy refused the call (Part 6).
+	// OutcomeDenied: a policy refused the call, or a person denied it.
 	OutcomeDenied = "denied"
+	// OutcomePending: a policy held the call for a person's approval;
+	// nothing was sent upstream yet. The approved call's execution gets a
+	// row of its own with the same approval id.
+	OutcomePending = "pending"
+	// OutcomeExpired: nobody decided on the held call in time.
+	OutcomeExpired = "expired"
 )
 
 // Outcomes lists every outcome, for filters.
-var Outcomes = []string{OutcomeOK, OutcomeError, OutcomeTimeout, OutcomeInvalid, OutcomeNotFound, OutcomeDenied}
+var Outcomes = []string{OutcomeOK, OutcomeError, OutcomeTimeout, OutcomeInvalid, OutcomeNotFound, OutcomeDenied,
+	OutcomePending, OutcomeExpired}
 
 // Call is one tool call as the audit keeps it. Arguments are already
 // redacted and capped by the gateway; Error is already scrubbed of secrets.
@@ -53,8 +60,11 @@ type Call struct {
 	// UpstreamStatus is the HTTP status of an OpenAPI or GraphQL upstream;
 	// 0 when there was none (MCP upstreams, calls that never left).
 	UpstreamStatus int
-	StartedAt      time.Time
-	Duration       time.Duration
+	// ApprovalID links the rows of a call held for approval: the pending
+	// row and the execution's.
+	ApprovalID string
+	StartedAt  time.Time
+	Duration   time.Duration
 }
 
 // MaxArgumentBytes caps the arguments a row keeps.

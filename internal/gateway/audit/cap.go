@@ -74,6 +74,7 @@ func toRow(c Call) db.NewToolCall {
 		Via: cut(cleanText(c.Via), maxShortBytes), Tool: cut(cleanText(c.Tool), MaxToolBytes),
 		SourceID: cut(cleanText(c.SourceID), maxShortBytes), Arguments: CapArguments(c.Arguments),
 		Outcome: c.Outcome, Error: c.Error, StartedAt: c.StartedAt, DurationUS: c.Duration.Microseconds(),
+		ApprovalID: cut(cleanText(c.ApprovalID), maxShortBytes),
 	}
 	if c.UserID != 0 {
 		id := c.UserID
