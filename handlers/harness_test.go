@@ -26,6 +26,7 @@ import (
 	"github.com/toolgate/toolgate/internal/gateway"
 	"github.com/toolgate/toolgate/internal/gateway/audit"
 	"github.com/toolgate/toolgate/internal/mcpserver"
+	"github.com/toolgate/toolgate/internal/policy"
 	"github.com/toolgate/toolgate/internal/registry"
 	"github.com/toolgate/toolgate/internal/search"
 	"github.com/toolgate/toolgate/internal/secrets"
@@ -33,6 +34,7 @@ import (
 	"github.com/toolgate/toolgate/internal/tenancy"
 	"github.com/toolgate/toolgate/internal/testenv"
 	"github.com/toolgate/toolgate/internal/worker"
+	"github.com/toolgate/toolgate/views/paths"
 )
 
 func TestMain(m *testing.M) { testenv.Main(m) }
@@ -92,9 +94,14 @@ func newEnv(t testing.TB, vars map[string]string) *env {
 	finder := &search.Fallback{Primary: index, Secondary: &search.Postgres{Store: store}, Log: log}
 	recorder := audit.New(store, audit.Options{Logger: log, FlushInterval: 20 * time.Millisecond})
 	t.Cleanup(func() { _ = recorder.Close(context.Background()) })
+	// Progress ticks come quickly, so held calls report their wait in tests.
+	apr := approvals.New(approvals.Options{Store: store, Ring: keys, Logger: log, TickInterval: 100 * time.Millisecond})
+	t.Cleanup(apr.Close)
 	gw := gateway.New(gateway.Options{
 		Recorder: recorder, Store: store, Credentials: &credentials.Service{Store: store, Ring: keys}, Index: finder,
 		AllowPrivateNetworks: cfg.AllowPrivateNetworks, MaxResultBytes: cfg.MaxResultBytes, Version: "test", Logger: log,
+		Policies: &policy.Service{Store: store}, Approvals: apr, ApprovalWait: cfg.ApprovalWait,
+		ApprovalURL: func(org, ws, id string) string { return cfg.BaseURL.String() + paths.Approval(org, ws, id) },
 	})
 	t.Cleanup(func() { _ = gw.Close(context.Background()) })
 	mcpH := mcpserver.New(mcpserver.Options{
@@ -103,8 +110,6 @@ func newEnv(t testing.TB, vars map[string]string) *env {
 		PollInterval: 200 * time.Millisecond,
 	})
 	t.Cleanup(mcpH.Close)
-	apr := approvals.New(approvals.Options{Store: store, Ring: keys, Logger: log})
-	t.Cleanup(apr.Close)
 	e := handlers.New(handlers.Deps{
 		Config: cfg, Store: store, Sessions: handlers.NewSessions(cfg, sessions),
 		Logger: log, Version: "test", Refresher: queue, Keys: keys, Search: finder,

@@ -142,6 +142,7 @@ func TestMCPConformance(t *testing.T) {
 		vars[k] = v
 	}
 	f := newFixture(t, vars)
+	f.allowAll("acme")
 	sdl := "type Query { \"Say hello.\" hello(name: String!): String\n ping: String }"
 	if s := createSource(t, f.owner, wsSources, map[string]any{"name": "Greeter", "type": "graphql", "config": map[string]any{"schema": sdl}}, 201); s.State != "ready" {
 		t.Fatalf("greeter: %+v", s)
@@ -321,7 +322,7 @@ func TestMCPClients(t *testing.T) {
 			!strings.Contains(run.Instructions, "search_tools") || run.TerminateError != "" {
 			t.Fatalf("session: %+v", run)
 		}
-		if got := strings.Join(run.Results[0].names(), ","); got != "call_tool,describe_tool,search_tools" && got != "search_tools,describe_tool,call_tool" {
+		if got := strings.Join(run.Results[0].names(), ","); got != "call_tool,describe_tool,get_approval,search_tools" && got != "search_tools,describe_tool,call_tool,get_approval" {
 			t.Errorf("tools: %s", got)
 		}
 		if r := run.Results[1]; r.IsError || !strings.Contains(r.text()+string(r.StructuredContent), "notes.notes.get_note") {
@@ -343,7 +344,7 @@ func TestMCPClients(t *testing.T) {
 			listStep(),
 			callStep("notes__notes__create_note", map[string]any{"body": map[string]any{"text": "from the sdk"}}),
 		)
-		if got := strings.Join(run.Results[0].names(), ","); got != "notes__notes__create_note,notes__notes__get_note" && got != "notes__notes__get_note,notes__notes__create_note" {
+		if got := strings.Join(run.Results[0].names(), ","); got != "get_approval,notes__notes__create_note,notes__notes__get_note" && got != "notes__notes__get_note,notes__notes__create_note,get_approval" {
 			t.Errorf("tools: %s", got)
 		}
 		for _, tool := range run.Results[0].Tools {
@@ -384,11 +385,11 @@ func TestMCPClients(t *testing.T) {
 	t.Run("inspector/list", func(t *testing.T) {
 		var list stepResult
 		inspector(t, endpoint, f.acmeKey.Key, &list, "--method", "tools/list")
-		if got := strings.Join(list.names(), ","); got != "call_tool,describe_tool,search_tools" && got != "search_tools,describe_tool,call_tool" {
+		if got := strings.Join(list.names(), ","); got != "call_tool,describe_tool,get_approval,search_tools" && got != "search_tools,describe_tool,call_tool,get_approval" {
 			t.Errorf("tools: %s", got)
 		}
 		inspector(t, endpoint+"?mode=direct", f.acmeKey.Key, &list, "--method", "tools/list")
-		if len(list.Tools) != 2 {
+		if len(list.Tools) != 3 {
 			t.Errorf("direct tools: %v", list.names())
 		}
 	})
@@ -420,6 +421,7 @@ func TestMCPClients(t *testing.T) {
 // search mode through call_tool, and in direct mode by name.
 func TestMCPEndToEnd(t *testing.T) {
 	f := newFixture(t, peerVars)
+	f.allowAll("acme")
 	petstore := testenv.PeerPath(t, "@readme/oas-examples/3.0/json/petstore.json")
 	spec, err := os.ReadFile(petstore)
 	if err != nil {

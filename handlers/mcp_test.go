@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -82,7 +83,19 @@ const acmeKeys = "/api/v1/orgs/acme/workspaces/default/api-keys"
 
 func newMCPFixture(t *testing.T) *mcpFixture {
 	t.Helper()
-	f := &mcpFixture{fixture: newFixture(t, peerVars), api: newNotesAPI(t)}
+	return newMCPFixtureWith(t, nil)
+}
+
+// newMCPFixtureWith is newMCPFixture with more configuration. Both
+// organizations allow every call (tools that write default to needing
+// approval); the approval tests add a stricter workspace rule.
+func newMCPFixtureWith(t *testing.T, vars map[string]string) *mcpFixture {
+	t.Helper()
+	all := maps.Clone(peerVars)
+	maps.Copy(all, vars)
+	f := &mcpFixture{fixture: newFixture(t, all), api: newNotesAPI(t)}
+	f.allowAll("acme")
+	f.allowAll("globex")
 	spec := json.RawMessage(fmt.Sprintf(notesSpec, f.api.URL))
 	if s := createSource(t, f.owner, wsSources, map[string]any{"name": "Notes", "type": "openapi", "config": map[string]any{"spec": spec}}, 201); s.State != "ready" || s.ToolCount != 2 {
 		t.Fatalf("notes source: %+v", s)
@@ -164,7 +177,7 @@ func TestMCPSearchMode(t *testing.T) {
 					t.Errorf("%s: description of %d characters; guidance belongs in the instructions", tool.Name, len(tool.Description))
 				}
 			}
-			if strings.Join(names, ",") != "call_tool,describe_tool,search_tools" {
+			if strings.Join(names, ",") != "call_tool,describe_tool,get_approval,search_tools" {
 				t.Fatalf("tools: %v", names)
 			}
 
@@ -224,7 +237,7 @@ func TestMCPDirectMode(t *testing.T) {
 		}
 		names[tool.Name] = true
 	}
-	if !names["notes__notes__get_note"] || !names["notes__notes__create_note"] || len(names) != 2 {
+	if !names["notes__notes__get_note"] || !names["notes__notes__create_note"] || !names["get_approval"] || len(names) != 3 {
 		t.Fatalf("tools: %v", names)
 	}
 	res, text := callText(t, cs, "notes__notes__create_note", map[string]any{"body": map[string]any{"text": "hello"}})
@@ -234,7 +247,7 @@ func TestMCPDirectMode(t *testing.T) {
 
 	// The same key with ?mode=search sees the meta-tools instead.
 	search := connect(t, f.srv.URL+"/mcp?mode=search", f.acmeDirect.Key, "2025-11-25", nil)
-	if l, err := search.ListTools(context.Background(), nil); err != nil || len(l.Tools) != 3 {
+	if l, err := search.ListTools(context.Background(), nil); err != nil || len(l.Tools) != 4 {
 		t.Fatalf("mode=search: %v %v", l, err)
 	}
 
@@ -246,7 +259,7 @@ func TestMCPDirectMode(t *testing.T) {
 		t.Fatal("no notifications/tools/list_changed after a source was added")
 	}
 	list, err = cs.ListTools(context.Background(), nil)
-	if err != nil || len(list.Tools) != 4 {
+	if err != nil || len(list.Tools) != 5 {
 		t.Fatalf("after the change: %d tools, %v", len(list.Tools), err)
 	}
 }

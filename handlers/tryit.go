@@ -18,6 +18,7 @@ import (
 	"github.com/toolgate/toolgate/db"
 	"github.com/toolgate/toolgate/internal/auth"
 	"github.com/toolgate/toolgate/internal/gateway"
+	"github.com/toolgate/toolgate/views/paths"
 	"github.com/toolgate/toolgate/views/tools"
 )
 
@@ -55,8 +56,7 @@ func (s *Server) tryTool(c echo.Context) error {
 		return s.renderTryIt(c, http.StatusUnprocessableEntity, t, ti)
 	}
 	started := time.Now()
-	res, err := s.gateway.Call(ctx, gateway.Caller{OrgID: orgOf(c).ID, WorkspaceID: workspaceOf(c).ID, UserID: mustUser(c).ID,
-		Via: gateway.ViaConsole}, t.Path, args, nil)
+	res, err := s.gateway.Call(ctx, consoleCaller(c), t.Path, args, nil)
 	var invalid *gateway.InvalidArgumentsError
 	var missing *gateway.NotFoundError
 	switch {
@@ -69,7 +69,20 @@ func (s *Server) tryTool(c echo.Context) error {
 		return fmt.Errorf("try tool %s: %w", t.Path, err)
 	}
 	ti.Result = tryResult(res, time.Since(started))
+	if ti.Result.Held != nil {
+		ti.Result.Held.URL = paths.Approval(orgOf(c).Slug, workspaceOf(c).Slug, ti.Result.Held.ApprovalID)
+	}
 	return s.renderTryIt(c, http.StatusOK, t, ti)
+}
+
+// consoleCaller is the signed-in member as the gateway's caller. A call a
+// policy holds answers at once with its approval: a web request does not
+// wait for a person.
+func consoleCaller(c echo.Context) gateway.Caller {
+	u := mustUser(c)
+	return gateway.Caller{OrgID: orgOf(c).ID, WorkspaceID: workspaceOf(c).ID, UserID: u.ID, Via: gateway.ViaConsole,
+		Role: string(roleOf(c)), UserEmail: u.Email, OrgSlug: orgOf(c).Slug, WorkspaceSlug: workspaceOf(c).Slug,
+		NoApprovalWait: true}
 }
 
 // renderTryIt answers htmx with the section and anyone else with the
@@ -126,6 +139,12 @@ func tryResult(res *mcp.CallToolResult, took time.Duration) *tools.TryResult {
 	r := &tools.TryResult{IsError: res.IsError, Duration: took.Round(time.Millisecond).String()}
 	if took < time.Millisecond {
 		r.Duration = took.Round(time.Microsecond).String()
+	}
+	if p, ok := res.StructuredContent.(gateway.PendingResult); ok {
+		// Held for approval: the page links the approval instead of
+		// telling an agent how to resume.
+		r.Held = &tools.TryHeld{ApprovalID: p.ApprovalID, ExpiresAt: p.ExpiresAt.Format("2006-01-02 15:04")}
+		return r
 	}
 	for _, content := range res.Content {
 		r.Content = append(r.Content, tryContent(content))

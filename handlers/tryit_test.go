@@ -13,8 +13,11 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/toolgate/toolgate/db"
 )
 
 // petsSpec is an OpenAPI document of the pets API petsUpstream serves.
@@ -89,6 +92,7 @@ const (
 // tool of another organization is 404.
 func TestTryIt(t *testing.T) {
 	f := newFixture(t, peerVars)
+	f.allowAll("acme")
 	owner := tokenClient(t, f.env, "owner@acme.test")
 	pets := newPetsUpstream(t)
 	src := createSource(t, owner, wsSources, map[string]any{"name": "Pets", "type": "openapi",
@@ -233,5 +237,48 @@ func TestTryIt(t *testing.T) {
 	}
 	if got := pets.calls(); len(got) != before+1 {
 		t.Errorf("a disabled source's tool reached the upstream: %v", got[before:])
+	}
+}
+
+// TestTryItPolicies: a call a policy holds answers at once with the
+// approval linked in place, and a denied call says why; neither reaches
+// the upstream.
+func TestTryItPolicies(t *testing.T) {
+	f := newFixture(t, peerVars)
+	f.allowAll("acme")
+	owner := tokenClient(t, f.env, "owner@acme.test")
+	pets := newPetsUpstream(t)
+	createSource(t, owner, wsSources, map[string]any{"name": "Pets", "type": "openapi",
+		"config": map[string]any{"spec": json.RawMessage(fmt.Sprintf(petsSpec, pets.URL))}}, http.StatusCreated)
+	f.policy("acme", true, db.PolicyFields{SelectorType: "pattern", Selector: "pets.get_pet", Condition: `args.id == "9"`,
+		Effect: "require_approval", Note: "pet 9 is special"})
+	f.policy("acme", true, db.PolicyFields{SelectorType: "pattern", Selector: "pets.get_pet", Condition: `args.id == "13"`,
+		Effect: "deny", Note: "pet 13 is unlucky"})
+
+	started := time.Now()
+	res := f.member.post(petTry, url.Values{"arguments": {`{"id": "9"}`}}, true)
+	link := regexp.MustCompile(`href="(/o/acme/w/default/approvals/apr_[a-z0-9]+)" data-testid="try-approval-link"`).FindStringSubmatch(res.body)
+	if res.status != http.StatusOK || !strings.Contains(res.body, `data-testid="try-outcome">waiting for approval<`) || link == nil {
+		t.Fatalf("held call: %d %s", res.status, excerpt(res.body))
+	}
+	if took := time.Since(started); took > 30*time.Second {
+		t.Errorf("the held call waited %s in a web request", took)
+	}
+	orgID, wsID, _ := f.acme()
+	a, err := f.approvals.Get(context.Background(), orgID, wsID, strings.TrimPrefix(link[1], "/o/acme/w/default/approvals/"))
+	if err != nil || a.Status != "pending" || a.Via != "console" || a.UserEmail != "member@acme.test" {
+		t.Errorf("approval %+v, %v", a, err)
+	}
+
+	res = f.member.post(petTry, url.Values{"arguments": {`{"id": "13"}`}}, true)
+	if res.status != http.StatusOK || !strings.Contains(res.body, `data-testid="try-outcome">tool error<`) || !strings.Contains(res.body, "refused") {
+		t.Fatalf("denied call: %d %s", res.status, excerpt(res.body))
+	}
+	if got := pets.calls(); len(got) != 0 {
+		t.Errorf("the upstream saw %v", got)
+	}
+	// Other pets run at once.
+	if res := f.member.post(petTry, url.Values{"arguments": {`{"id": "1"}`}}, true); !strings.Contains(res.body, `data-testid="try-outcome">ok<`) {
+		t.Errorf("allowed call: %s", excerpt(res.body))
 	}
 }

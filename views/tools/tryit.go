@@ -29,6 +29,16 @@ type TryResult struct {
 	Content  []TryContent
 	// Structured is the structured result, pretty-printed, if any.
 	Structured string
+	// Held is set when a policy held the call for a person's approval.
+	Held *TryHeld
+}
+
+// TryHeld is a call waiting for approval: nothing has run yet.
+type TryHeld struct {
+	ApprovalID string
+	// URL is the approval's page, where an approver decides.
+	URL       string
+	ExpiresAt string
 }
 
 // Kinds of result content.
