@@ -194,6 +194,9 @@ func FuzzCheckCondition(f *testing.F) {
 		args := map[string]any{"amount": amount, "name": name, "list": []any{amount, name}, "m": map[string]any{"k": name}}
 		d := set.Decide(tool, Caller{UserID: 1, Role: "member"}, args, now)
 		set.Hidden(tool, Caller{UserID: 1, Role: "member"}, now)
+		if cerr == nil && strings.Contains(d.Steps[0].Why, "does not compile") {
+			t.Fatalf("CheckCondition accepts %q but Compile does not: %s", src, d.Steps[0].Why)
+		}
 		if cerr != nil {
 			if cerr.Message == "" || cerr.Line < 1 || cerr.Column < 1 || cerr.Offset < 0 || cerr.Offset > len(src) {
 				t.Fatalf("CheckCondition(%q) = %+v: want a message and a position inside the source", src, cerr)

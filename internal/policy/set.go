@@ -30,6 +30,7 @@ type compiled struct {
 	condBroken string
 
 	label       string // "rule #12 of the organization (deny github.**)"
+	short       string // "rule #12 (deny github.**)"
 	matched     string // "Rule #12 of the organization (deny github.**) matched: args.x > 1"
 	sentence    string // matched + "."
 	whyTarget   string
@@ -99,8 +100,9 @@ func compile(r Rule) compiled {
 		c.cond = cond
 	}
 
-	c.label = "rule #" + strconv.FormatInt(r.ID, 10) + " of the " + levelNoun(c.rule.Level) +
-		" (" + describe(c.rule) + ")"
+	id := "rule #" + strconv.FormatInt(r.ID, 10)
+	c.label = id + " of the " + levelNoun(c.rule.Level) + " (" + describe(c.rule) + ")"
+	c.short = id + " (" + describe(c.rule) + ")"
 	c.whyTarget = "targets " + targetText(r) + ", not this caller"
 	c.whySelector = "selects " + selectionText(r) + ", not this tool"
 	c.whyFalse = "condition is false"
@@ -296,22 +298,28 @@ func DefaultEffect(t Tool) Effect {
 	return RequireApproval
 }
 
+// defaultReason says why the default decided; only an unknown default
+// needs formatting.
 func defaultReason(t *Tool) string {
-	var s string
-	if DefaultEffect(*t) == Allow {
-		s = "No rule matched; the tool's default is to allow it"
-	} else {
-		s = "No rule matched; the tool's default is to require approval"
-	}
-	v := t.DefaultApproval
-	if t.ApprovalOverride != "" {
-		s += " (its source overrides it)"
+	v, overridden := t.DefaultApproval, t.ApprovalOverride != ""
+	if overridden {
 		v = t.ApprovalOverride
 	}
-	if v != "auto" && v != "required" {
-		s += ", since its default approval " + strconv.Quote(v) + " is not auto or required and so fails closed"
+	switch {
+	case v == "auto" && overridden:
+		return "No rule matched; the tool's default is to allow it (its source overrides it)."
+	case v == "auto":
+		return "No rule matched; the tool's default is to allow it."
+	case v == "required" && overridden:
+		return "No rule matched; the tool's default is to require approval (its source overrides it)."
+	case v == "required":
+		return "No rule matched; the tool's default is to require approval."
+	case overridden:
+		return "No rule matched; the tool's default is to require approval, since its source's override " +
+			strconv.Quote(v) + " is not auto or required and so fails closed."
 	}
-	return s + "."
+	return "No rule matched; the tool's default is to require approval, since its default approval " +
+		strconv.Quote(v) + " is not auto or required and so fails closed."
 }
 
 // Decide evaluates a call: the organization's rules first, first match by
@@ -355,13 +363,13 @@ func (s *Set) Decide(t Tool, c Caller, args map[string]any, now time.Time) Decis
 		o, w := &org[oi], &ws[wi]
 		if rank(w.rule.Effect) > rank(o.rule.Effect) {
 			d.Effect, d.Rule, d.Level = w.rule.Effect, &w.rule, LevelWorkspace
-			d.Reason = reason(w, werr, "; it is stricter than the organization's "+o.label)
+			d.Reason = reason(w, werr, "; it is stricter than the organization's "+o.short)
 		} else {
 			d.Effect, d.Rule, d.Level = o.rule.Effect, &o.rule, LevelOrganization
 			if w.rule.Effect == o.rule.Effect {
-				d.Reason = reason(o, oerr, "; the workspace's "+w.label+" agrees")
+				d.Reason = reason(o, oerr, "; the workspace's "+w.short+" agrees")
 			} else {
-				d.Reason = reason(o, oerr, "; the workspace's "+w.label+" cannot loosen it")
+				d.Reason = reason(o, oerr, "; the workspace's "+w.short+" cannot loosen it")
 			}
 		}
 	}

@@ -159,19 +159,19 @@ func TestDecideLevels(t *testing.T) {
 		{name: "workspace deny is stricter than org allow", rules: []Rule{org(1, 1, Allow), ws(2, 1, Deny)},
 			tool: ghGet, caller: member, want: Deny, wantRule: 2, wantSteps: []int64{1, 2},
 			wantReason: "Rule #2 of the workspace (deny all tools) matched; it is stricter than the organization's " +
-				"rule #1 of the organization (allow all tools)."},
+				"rule #1 (allow all tools)."},
 		{name: "workspace cannot loosen org deny", rules: []Rule{org(1, 1, Deny, sel(SelectNamespace, "github")), ws(2, 1, Allow)},
 			tool: ghGet, caller: member, want: Deny, wantRule: 1,
-			wantReason: "Rule #1 of the organization (deny namespace github) matched; the workspace's rule #2 of the " +
-				"workspace (allow all tools) cannot loosen it."},
+			wantReason: "Rule #1 of the organization (deny namespace github) matched; the workspace's rule #2 " +
+				"(allow all tools) cannot loosen it."},
 		{name: "workspace cannot loosen org require_approval", rules: []Rule{org(1, 1, RequireApproval), ws(2, 1, Allow)},
 			tool: ghGet, caller: member, want: RequireApproval, wantRule: 1},
 		{name: "workspace deny over org require_approval", rules: []Rule{org(1, 1, RequireApproval), ws(2, 1, Deny)},
 			tool: ghGet, caller: member, want: Deny, wantRule: 2},
 		{name: "equal effects: the org rule is reported", rules: []Rule{org(1, 1, Allow), ws(2, 1, Allow)},
 			tool: ghGet, caller: member, want: Allow, wantRule: 1,
-			wantReason: "Rule #1 of the organization (allow all tools) matched; the workspace's rule #2 of the " +
-				"workspace (allow all tools) agrees."},
+			wantReason: "Rule #1 of the organization (allow all tools) matched; the workspace's rule #2 " +
+				"(allow all tools) agrees."},
 		{name: "workspace decides when the org has no match, even looser than the default",
 			rules: []Rule{org(1, 1, Deny, sel(SelectNamespace, "stripe")), ws(2, 1, Allow, sel(SelectSource, "src_gh"))},
 			tool:  ghDelete, caller: member, want: Allow, wantRule: 2, wantSteps: []int64{-1, 2},
@@ -308,7 +308,8 @@ func TestDecideDefaults(t *testing.T) {
 			wantReason: "No rule matched; the tool's default is to require approval (its source overrides it)."},
 		{name: "an empty default fails closed", tool: tool("mcp", "", "", ""), want: RequireApproval,
 			wantReason: `No rule matched; the tool's default is to require approval, since its default approval "" is not auto or required and so fails closed.`},
-		{name: "an unknown override fails closed", tool: tool("mcp", "", "auto", "sometimes"), want: RequireApproval},
+		{name: "an unknown override fails closed", tool: tool("mcp", "", "auto", "sometimes"), want: RequireApproval,
+			wantReason: `No rule matched; the tool's default is to require approval, since its source's override "sometimes" is not auto or required and so fails closed.`},
 		{name: "rules that do not match leave the default", rules: []Rule{org(1, 1, Deny, sel(SelectNamespace, "other"))},
 			tool: tool("openapi", "GET", "auto", ""), want: Allow, wantSteps: []int64{-1}},
 	})
@@ -350,7 +351,7 @@ func TestDecideSteps(t *testing.T) {
 		Effect: RequireApproval,
 		Level:  LevelWorkspace,
 		Reason: "Rule #8 of the workspace (require approval for all tools) matched; it is stricter than the " +
-			"organization's rule #4 of the organization (allow github.**).",
+			"organization's rule #4 (allow github.**).",
 		Steps: []Step{
 			{RuleID: 1, Level: LevelOrganization, Why: "targets role viewer, not this caller"},
 			{RuleID: 2, Level: LevelOrganization, Why: "selects namespace stripe, not this tool"},
