@@ -11,6 +11,31 @@
 // `**` any depth); and may carry a CEL condition over args, tool, caller
 // and now. This package is pure: the caller loads rules and compiles them
 // into a [Set], which is safe for concurrent use and cheap to evaluate.
+//
+// Conditions are CEL (cel.dev/cel-go) with the standard library and the
+// strings extension, over these variables:
+//
+//	args    map(string, dyn)  the call's arguments, as decoded JSON
+//	tool    map               path, namespace, source, source_id, type,
+//	                          method, annotations (a map of MCP hints)
+//	caller  map               user (email), user_id, role, key (the API
+//	                          key's name, "" for the console), key_id
+//	now     timestamp         the time of the call
+//
+// Numbers compare across types, so `args.amount > 100` works for a JSON
+// number decoded as float64. A condition must have type bool
+// ([CheckCondition] reports the first problem with its position) and its
+// evaluation is cost-limited.
+//
+// Everything that cannot be evaluated fails closed: a stored condition
+// that no longer compiles, one that fails at run time (a missing key, the
+// cost limit), an invalid pattern or an unknown target make a deny or
+// require_approval rule match and an allow rule not match; a tool with no
+// known default requires approval.
+//
+// Compile costs tens of microseconds per condition; callers keep a Set per
+// policy version rather than compiling per call. Decide takes a few
+// microseconds for a few dozen rules.
 package policy
 
 import (
