@@ -498,6 +498,8 @@ func TestPoliciesSimulate(t *testing.T) {
 		t.Fatalf("read with override required: %+v", s)
 	}
 	invalid(t, f.owner, "PATCH", wsSources+"/"+src.ID, map[string]any{"approval_override": "sometimes"}, "approval_override", "auto, required")
+	invalid(t, f.owner, "POST", wsSources, map[string]any{"name": "Second", "type": "openapi", "approval_override": "never",
+		"config": map[string]any{"spec": json.RawMessage(paymentsSpec)}}, "approval_override", "auto, required")
 	f.owner.api("PATCH", wsSources+"/"+src.ID, map[string]any{"approval_override": "auto"})
 	if s := sim(map[string]any{"user_id": memberID, "path": write}); s.Effect != "allow" || s.Level != "default" {
 		t.Fatalf("write with override auto: %+v", s)
@@ -719,6 +721,22 @@ func TestPoliciesConsole(t *testing.T) {
 	res = f.owner.get(consoleSource(src.ID))
 	if !strings.Contains(res.body, "Each tool&#39;s default") {
 		t.Fatalf("source page lacks the approval override: %s", excerpt(res.body))
+	}
+	edit := url.Values{"name": {"Payments"}, "type": {"openapi"}, "spec": {paymentsSpec}, "approval_override": {"sometimes"}}
+	res = f.owner.post(consoleSource(src.ID), edit, false)
+	if res.status != http.StatusUnprocessableEntity || !strings.Contains(res.body, `data-testid="error-approval_override"`) {
+		t.Fatalf("bad override: %d %s", res.status, excerpt(res.body))
+	}
+	org0, _ := versions(t, f.env)
+	edit.Set("approval_override", "required")
+	if res := f.owner.post(consoleSource(src.ID), edit, false); res.status != http.StatusSeeOther {
+		t.Fatalf("save override: %d %s", res.status, excerpt(res.body))
+	}
+	if res := f.owner.get(consoleSource(src.ID)); !strings.Contains(res.body, "Always require approval") {
+		t.Fatalf("source page after the override: %s", excerpt(res.body))
+	}
+	if o, _ := versions(t, f.env); o != org0+1 {
+		t.Fatalf("the override did not bump the organization's policy version: %d, was %d", o, org0)
 	}
 }
 
