@@ -3,6 +3,7 @@ package policy
 import (
 	"errors"
 	"fmt"
+	"regexp"
 	"slices"
 	"strings"
 	"sync"
@@ -45,6 +46,9 @@ var env = sync.OnceValue(func() *cel.Env {
 		cel.Variable("now", cel.TimestampType),
 		ext.Strings(),
 		cel.CrossTypeNumericComparisons(true),
+		// Report bad literals with their position when checking (regular
+		// expressions are checked by checkRegexps, with a better message).
+		cel.ASTValidators(cel.ValidateTimestampLiterals(), cel.ValidateDurationLiterals()),
 		cel.ParserRecursionLimit(100),
 		cel.ParserExpressionSizeLimit(MaxConditionLen),
 		cel.ExpressionNodeLimit(2000),
@@ -61,17 +65,18 @@ var env = sync.OnceValue(func() *cel.Env {
 // otherwise the first problem, with its line and column (1-based, counted
 // in characters) and byte offset (0-based) into src.
 func CheckCondition(src string) *ConditionError {
-	_, cerr := compileCondition(src)
+	_, _, cerr := compileCondition(src)
 	return cerr
 }
 
-// compileCondition type-checks src; the AST is nil for an empty condition.
-func compileCondition(src string) (*cel.Ast, *ConditionError) {
+// compileCondition type-checks src and plans the program that evaluates
+// calls; both are nil for an empty condition.
+func compileCondition(src string) (*cel.Ast, cel.Program, *ConditionError) {
 	if src == "" {
-		return nil, nil
+		return nil, nil, nil
 	}
 	if len(src) > MaxConditionLen {
-		return nil, &ConditionError{
+		return nil, nil, &ConditionError{
 			Message: fmt.Sprintf("the condition is %d bytes long; the limit is %d", len(src), MaxConditionLen),
 			Line:    1, Column: 1,
 		}
@@ -79,23 +84,32 @@ func compileCondition(src string) (*cel.Ast, *ConditionError) {
 	if !utf8.ValidString(src) {
 		off := firstInvalidUTF8(src)
 		line, col := lineCol(src, off)
-		return nil, &ConditionError{Message: "the condition is not valid UTF-8", Line: line, Column: col, Offset: off}
+		return nil, nil, &ConditionError{Message: "the condition is not valid UTF-8", Line: line, Column: col, Offset: off}
 	}
 	ast, iss := env().Compile(src)
 	if iss != nil && iss.Err() != nil {
-		return nil, issueError(src, iss)
+		return nil, nil, issueError(src, iss)
 	}
 	if t := ast.OutputType(); !t.IsExactType(cel.BoolType) {
-		return nil, &ConditionError{
+		return nil, nil, &ConditionError{
 			Message: fmt.Sprintf("the condition must be a bool, but it is %s; compare it, e.g. `args.dry_run == true`",
 				t.String()),
 			Line: 1, Column: 1,
 		}
 	}
 	if cerr := checkKeys(src, ast.NativeRep()); cerr != nil {
-		return nil, cerr
+		return nil, nil, cerr
 	}
-	return ast, nil
+	if cerr := checkRegexps(src, ast.NativeRep()); cerr != nil {
+		return nil, nil, cerr
+	}
+	// Planning compiles constant regular expressions, among others; a
+	// failure here would otherwise surface only in Compile.
+	prg, err := env().Program(ast, cel.CostLimit(costLimit), cel.EvalOptions(cel.OptOptimize))
+	if err != nil {
+		return nil, nil, &ConditionError{Message: err.Error(), Line: 1, Column: 1}
+	}
+	return ast, prg, nil
 }
 
 // fixedKeys are the keys of the `tool` and `caller` maps. The checker sees
@@ -152,16 +166,12 @@ func checkKeys(src string, a *celast.AST) *ConditionError {
 	sel := bad.AsSelect()
 	name := sel.Operand().AsIdent()
 	msg := fmt.Sprintf("%s has no key %q; its keys are %s", name, sel.FieldName(), strings.Join(fixedKeys[name], ", "))
-	line, col := 1, 0
-	if loc := a.SourceInfo().GetStartLocation(bad.ID()); loc.Line() > 0 {
-		line, col = loc.Line(), loc.Column()
+	cerr := exprError(src, a, bad.ID(), msg)
+	if cerr.Offset < len(src) && src[cerr.Offset] == '.' {
+		cerr.Offset++ // point at the key, not the dot before it
+		cerr.Line, cerr.Column = lineCol(src, cerr.Offset)
 	}
-	off := byteOffset(src, line, col)
-	if off < len(src) && src[off] == '.' {
-		off++ // point at the key, not the dot before it
-	}
-	line, col1 := lineCol(src, off)
-	return &ConditionError{Message: msg, Line: line, Column: col1, Offset: off}
+	return cerr
 }
 
 // issueError turns the first of cel-go's issues into a ConditionError.
@@ -173,13 +183,58 @@ func issueError(src string, iss *cel.Issues) *ConditionError {
 		return &ConditionError{Message: iss.Err().Error(), Line: 1, Column: 1}
 	}
 	first := errs[0]
+	msg := first.Message
+	if better, ok := literalHints[msg]; ok {
+		msg = better
+	}
 	line, col := 1, 0
 	if loc := first.Location; loc != nil && loc.Line() > 0 {
 		line, col = loc.Line(), loc.Column()
 	}
 	off := byteOffset(src, line, col)
 	line, col1 := lineCol(src, off)
-	return &ConditionError{Message: first.Message, Line: line, Column: col1, Offset: off}
+	return &ConditionError{Message: msg, Line: line, Column: col1, Offset: off}
+}
+
+// literalHints replace cel-go's terse messages about bad literals.
+var literalHints = map[string]string{
+	"invalid timestamp argument": `invalid timestamp: write it in RFC 3339, e.g. timestamp("2026-01-31T09:00:00Z")`,
+	"invalid duration argument":  `invalid duration: write it like duration("90s") or duration("1h30m")`,
+}
+
+// checkRegexps reports the first constant regular expression given to
+// matches that does not compile, with Go's reason.
+func checkRegexps(src string, a *celast.AST) *ConditionError {
+	var first *ConditionError
+	celast.PreOrderVisit(a.Expr(), celast.NewExprVisitor(func(e celast.Expr) {
+		if first != nil || e.Kind() != celast.CallKind || e.AsCall().FunctionName() != "matches" {
+			return
+		}
+		args := e.AsCall().Args()
+		if len(args) == 0 || args[len(args)-1].Kind() != celast.LiteralKind {
+			return
+		}
+		lit := args[len(args)-1]
+		pattern, ok := lit.AsLiteral().Value().(string)
+		if !ok {
+			return
+		}
+		if _, err := regexp.Compile(pattern); err != nil {
+			first = exprError(src, a, lit.ID(), "invalid regular expression: "+err.Error())
+		}
+	}))
+	return first
+}
+
+// exprError is a ConditionError at the start of the expression id.
+func exprError(src string, a *celast.AST, id int64, msg string) *ConditionError {
+	line, col := 1, 0
+	if loc := a.SourceInfo().GetStartLocation(id); loc.Line() > 0 {
+		line, col = loc.Line(), loc.Column()
+	}
+	off := byteOffset(src, line, col)
+	line, col1 := lineCol(src, off)
+	return &ConditionError{Message: msg, Line: line, Column: col1, Offset: off}
 }
 
 // byteOffset is the byte offset of a 1-based line and 0-based code-point
@@ -246,16 +301,12 @@ type condition struct {
 
 // newCondition compiles src into programs with a cost limit.
 func newCondition(src string) (*condition, error) {
-	ast, cerr := compileCondition(src)
+	ast, prg, cerr := compileCondition(src)
 	if cerr != nil {
 		return nil, fmt.Errorf("line %d, column %d: %s", cerr.Line, cerr.Column, cerr.Message)
 	}
 	if ast == nil {
 		return nil, nil
-	}
-	prg, err := env().Program(ast, cel.CostLimit(costLimit), cel.EvalOptions(cel.OptOptimize))
-	if err != nil {
-		return nil, err
 	}
 	partial, err := env().Program(ast, cel.CostLimit(costLimit), cel.EvalOptions(cel.OptPartialEval))
 	if err != nil {

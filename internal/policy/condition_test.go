@@ -39,6 +39,13 @@ func TestCheckCondition(t *testing.T) {
 			Line:    1, Column: 6, Offset: 5}},
 		{"args.a == 1 &&\ncaller.nme == 'x' && tool.pth == ''", &ConditionError{
 			Message: `caller has no key "nme"`, Line: 2, Column: 8, Offset: 22}},
+		{`args.id.matches("^[a-z")`, &ConditionError{
+			Message: "invalid regular expression: error parsing regexp: missing closing ]: `[a-z`", Line: 1, Column: 17, Offset: 16}},
+		{"has(args.x) &&\n  matches(args.x, '(')", &ConditionError{
+			Message: "invalid regular expression: error parsing regexp: missing closing ): `(`", Line: 2, Column: 19, Offset: 33}},
+		{`now > timestamp("2026-13-01")`, &ConditionError{Message: "invalid timestamp: write it in RFC 3339", Line: 1, Column: 17, Offset: 16}},
+		{`now - timestamp("2026-01-01T00:00:00Z") > duration("2 days")`, &ConditionError{
+			Message: `invalid duration: write it like duration("90s")`, Line: 1, Column: 52, Offset: 51}},
 		{strings.Repeat("a", MaxConditionLen+1), &ConditionError{Message: "the condition is 4001 bytes long; the limit is 4000", Line: 1, Column: 1}},
 		{"args.a == 'x\xff'", &ConditionError{Message: "not valid UTF-8", Line: 1, Column: 13, Offset: 12}},
 	}
