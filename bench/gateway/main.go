@@ -22,6 +22,11 @@
 // this process (the clients and the upstreams) shares the machine's cores
 // with toolgate.
 //
+// With -upstream-process the MCP upstream runs as a process of its own and
+// its CPU per call is reported apart: what the go-sdk server transport costs
+// for a trivial tool, the floor under any gateway built on it. -pprof saves
+// toolgate's CPU and allocation profiles of each gateway run.
+//
 // With the services of the test harness, from the repository root:
 //
 //	go run ./cmd/testservices -- go run ./bench/gateway -duration 3s -rounds 3
@@ -103,9 +108,16 @@ type options struct {
 	pprofDir string
 	// env is added to toolgate's environment (GOGC=400, ...).
 	env []string
+	// upstreamProcess runs the MCP upstream in a process of its own, so
+	// its CPU per call (the go-sdk server's cost) is measured apart.
+	upstreamProcess bool
 }
 
 func main() {
+	if len(os.Args) == 2 && os.Args[1] == upstreamCommand {
+		serveUpstream()
+		return
+	}
 	// toolgate is started from the main thread, which lives as long as this
 	// process, so its Pdeathsig fires only when the benchmark dies.
 	runtime.LockOSThread()
@@ -116,6 +128,8 @@ func main() {
 		only     = flag.String("only", "", "comma-separated scenario keys to run (default all: "+strings.Join(scenarioKeys(), ",")+")")
 		env      = flag.String("toolgate-env", "", "comma-separated NAME=value pairs added to toolgate's environment, e.g. GOGC=400")
 	)
+	flag.BoolVar(&o.upstreamProcess, "upstream-process", false,
+		"run the MCP upstream (the go-sdk echo server) as a process of its own and report its CPU per call: the SDK's own cost of serving a call")
 	flag.StringVar(&o.pprofDir, "pprof", "", "a folder to write toolgate's CPU profile and allocation profiles (before, after) of every measured gateway run to")
 	flag.StringVar(&o.serverURL, "database-server", os.Getenv("TOOLGATE_TEST_DATABASE_URL"),
 		"PostgreSQL server to create a fresh database in (default $TOOLGATE_TEST_DATABASE_URL)")
@@ -205,12 +219,15 @@ func run(ctx context.Context, o options) (err error) {
 		}
 	}()
 
-	mcpUp := newMCPUpstream()
-	defer mcpUp.Close()
+	mcpUp, err := startMCPUpstream(o.upstreamProcess)
+	if err != nil {
+		return err
+	}
+	defer mcpUp.close()
 	apiUp := newAPIUpstream()
 	defer apiUp.Close()
 
-	seed, err := seedTenant(ctx, store, mcpUp.URL+"/mcp", apiUp.URL)
+	seed, err := seedTenant(ctx, store, mcpUp.url+"/mcp", apiUp.URL)
 	if err != nil {
 		return err
 	}
@@ -232,7 +249,7 @@ func run(ctx context.Context, o options) (err error) {
 		return err
 	}
 
-	b := &bench{o: o, tg: tg, pg: clusterOf(ctx, store), seed: seed, tools: tools, mcpURL: mcpUp.URL + "/mcp", apiURL: apiUp.URL,
+	b := &bench{o: o, tg: tg, pg: clusterOf(ctx, store), seed: seed, tools: tools, mcpURL: mcpUp.url + "/mcp", apiURL: apiUp.URL, up: mcpUp,
 		client: &http.Client{Transport: newTransport()}}
 	b.policy = policySummary(ctx, store, seed)
 	if problem := b.checkPolicy(ctx, store); problem != "" {
@@ -301,6 +318,7 @@ type bench struct {
 	gatewayCalls int
 	// policy says which rules the calls are evaluated against.
 	policy string
+	up     *mcpUpstream
 }
 
 // newTransport is a keep-alive transport sized for the largest session
@@ -481,6 +499,8 @@ type runResult struct {
 	// PostgreSQL cluster's (every backend and the postmaster), selfCPU
 	// this process's (the clients and the upstreams).
 	cpu, pgCPU, selfCPU time.Duration
+	// upCPU is the MCP upstream process's, with -upstream-process.
+	upCPU time.Duration
 }
 
 func (r runResult) perSecond() float64 { return float64(r.calls) / r.elapsed.Seconds() }
@@ -520,6 +540,9 @@ func (b *bench) measureAll(ctx context.Context) (map[runKey][]runResult, error) 
 				status := ""
 				if r.errors > 0 {
 					status = fmt.Sprintf("  %d ERRORS, first: %s", r.errors, r.firstErr)
+				}
+				if b.up.pid != 0 && s.upstream == "MCP" {
+					status = fmt.Sprintf("  go-sdk upstream %8s", fmtDur(r.perCall(r.upCPU))) + status
 				}
 				fmt.Printf("round %d  %3d sessions  %-28s %6.0f calls/s  p50 %8s  p99 %8s  CPU/call: toolgate %8s  Postgres %8s  clients+upstream %8s%s\n",
 					round, n, s.name(), r.perSecond(), fmtDur(r.p50), fmtDur(r.p99), fmtDur(r.cpuPerCall()), fmtDur(r.pgCPUPerCall()),
@@ -591,11 +614,11 @@ func (b *bench) measure(ctx context.Context, s scenario, n, round int) runResult
 		}(&workers[i], callers[i])
 	}
 	time.Sleep(time.Until(start))
-	cpu0, pg0, self0 := b.tg.cpu(), b.pg.cpu(), selfCPU()
+	cpu0, pg0, self0, up0 := b.tg.cpu(), b.pg.cpu(), selfCPU(), b.up.cpu()
 	profiled := b.profile(ctx, s, n, round)
 	wg.Wait()
 	profiled()
-	r := runResult{elapsed: time.Since(start), cpu: b.tg.cpu() - cpu0, pgCPU: b.pg.cpu() - pg0, selfCPU: selfCPU() - self0}
+	r := runResult{elapsed: time.Since(start), cpu: b.tg.cpu() - cpu0, pgCPU: b.pg.cpu() - pg0, selfCPU: selfCPU() - self0, upCPU: b.up.cpu() - up0}
 
 	var lat []time.Duration
 	for _, w := range workers {
@@ -679,6 +702,7 @@ type summary struct {
 	perSecond     float64
 	p50, p99, cpu time.Duration
 	pgCPU, self   time.Duration
+	up            time.Duration
 	errors        int
 	rounds        int
 }
@@ -686,15 +710,16 @@ type summary struct {
 func summarize(runs []runResult) summary {
 	s := summary{rounds: len(runs)}
 	var rate []float64
-	var p50, p99, cpu, pg, self []time.Duration
+	var p50, p99, cpu, pg, self, up []time.Duration
 	for _, r := range runs {
+		up = append(up, r.perCall(r.upCPU))
 		rate = append(rate, r.perSecond())
 		p50, p99, cpu = append(p50, r.p50), append(p99, r.p99), append(cpu, r.cpuPerCall())
 		pg, self = append(pg, r.pgCPUPerCall()), append(self, r.selfCPUPerCall())
 		s.errors += r.errors
 	}
 	s.perSecond, s.p50, s.p99 = median(rate), median(p50), median(p99)
-	s.cpu, s.pgCPU, s.self = median(cpu), median(pg), median(self)
+	s.cpu, s.pgCPU, s.self, s.up = median(cpu), median(pg), median(self), median(up)
 	return s
 }
 
@@ -763,6 +788,16 @@ func (b *bench) report(results map[runKey][]runResult) {
 			}
 			fmt.Printf("%-8d  %-28s  %9.0f  %9s  %9s  %9s  %9s  %9s  %9s  %6s\n", n, s.name(), sum.perSecond,
 				fmtDur(sum.p50), fmtDur(sum.p99), fmtDur(sum.cpu), fmtDur(sum.pgCPU), fmtDur(sum.self), share, errs)
+		}
+	}
+	if b.up.pid != 0 {
+		fmt.Printf("\nthe MCP upstream (go-sdk server, echo tool) in its own process, CPU per call (its share of clients+upstream above):\n")
+		for _, n := range b.o.sessions {
+			for _, s := range b.selected() {
+				if runs := results[runKey{n, s.name()}]; len(runs) > 0 && s.upstream == "MCP" {
+					fmt.Printf("  %3d sessions  %-28s %9s\n", n, s.name(), fmtDur(summarize(runs).up))
+				}
+			}
 		}
 	}
 	if len(verdicts) == 0 {
@@ -896,6 +931,69 @@ func cpuModel() string {
 }
 
 // The upstreams.
+
+// upstreamCommand is the argument on which this program serves the MCP
+// upstream alone, for -upstream-process.
+const upstreamCommand = "mcp-upstream"
+
+// mcpUpstream is the MCP upstream: in this process, or (pid set) in one of
+// its own.
+type mcpUpstream struct {
+	url   string
+	pid   int
+	close func()
+}
+
+// cpu is the upstream process's CPU time so far; 0 when it runs here.
+func (u *mcpUpstream) cpu() time.Duration {
+	if u.pid == 0 {
+		return 0
+	}
+	own, _, _ := procTimes(u.pid)
+	return own
+}
+
+func startMCPUpstream(separate bool) (*mcpUpstream, error) {
+	if !separate {
+		srv := newMCPUpstream()
+		return &mcpUpstream{url: srv.URL, close: srv.Close}, nil
+	}
+	self, err := os.Executable()
+	if err != nil {
+		return nil, err
+	}
+	cmd := exec.Command(self, upstreamCommand)
+	cmd.Stderr = os.Stderr
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGTERM}
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, err
+	}
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("start the MCP upstream process: %w", err)
+	}
+	line, err := bufio.NewReader(out).ReadString('\n')
+	if err != nil {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+		return nil, fmt.Errorf("the MCP upstream process did not say its URL: %w", err)
+	}
+	fmt.Printf("MCP upstream process: pid %d at %s", cmd.Process.Pid, line)
+	return &mcpUpstream{url: strings.TrimSpace(line), pid: cmd.Process.Pid, close: func() {
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+		_ = cmd.Wait()
+	}}, nil
+}
+
+// serveUpstream serves the MCP upstream until SIGTERM, after printing its URL.
+func serveUpstream() {
+	srv := newMCPUpstream()
+	fmt.Println(srv.URL)
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	<-ctx.Done()
+	srv.Close()
+}
 
 // newMCPUpstream is a go-sdk MCP server over Streamable HTTP at /mcp with
 // one tool, echo, that returns its text.
