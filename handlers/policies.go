@@ -93,7 +93,6 @@ func (s *Server) policiesPage(c echo.Context) error {
 
 // renderPolicies renders the page with the simulator's state sim.
 func (s *Server) renderPolicies(c echo.Context, status int, sim views.Simulator) error {
-	ctx := c.Request().Context()
 	org, w := orgOf(c), workspaceOf(c)
 	title := "Organization policies"
 	section := "org-policies"
@@ -125,7 +124,7 @@ func (s *Server) renderPolicies(c echo.Context, status int, sim views.Simulator)
 			p.Own.EmptyText = "No rules yet: calls follow the organization's rules above, then each tool's default."
 		}
 	}
-	if err := s.fillSimulator(ctx, c, &sim); err != nil {
+	if err := s.fillSimulator(c, &sim); err != nil {
 		return err
 	}
 	p.Simulator = sim
@@ -242,7 +241,7 @@ func plural(n int, unit string) string {
 func (s *Server) renderRules(c echo.Context, flash string) error {
 	if !isHTMX(c) {
 		s.flash(c, "success", flash)
-		return c.Redirect(http.StatusSeeOther, policiesURL(c))
+		return s.seeOther(c, policiesURL(c))
 	}
 	l, err := s.policyLevel(c, policyPlace(c))
 	if err != nil {
@@ -483,7 +482,7 @@ func conditionCheck(src string) views.Check {
 
 // checkCondition answers the editor's live check as the condition is typed.
 func (s *Server) checkCondition(c echo.Context) error {
-	return render(c, http.StatusOK, views.CheckResult(conditionCheck(c.FormValue("condition"))))
+	return render(c, http.StatusOK, views.CheckBody(conditionCheck(c.FormValue("condition"))))
 }
 
 func (s *Server) createPolicy(c echo.Context) error {
@@ -519,7 +518,8 @@ func (s *Server) updatePolicy(c echo.Context) error {
 
 // fillSimulator lists the simulator's choices: the workspaces (on the
 // organization's page), the callers and the tool paths of the workspace.
-func (s *Server) fillSimulator(ctx context.Context, c echo.Context, sim *views.Simulator) error {
+func (s *Server) fillSimulator(c echo.Context, sim *views.Simulator) error {
+	ctx := c.Request().Context()
 	org, w := orgOf(c), workspaceOf(c)
 	sim.CSRF, sim.Action = csrfToken(c), policiesURL(c)+"/simulate"
 	var keysOf *int64
@@ -590,7 +590,7 @@ func (s *Server) simulatePolicies(c echo.Context) error {
 	if !isHTMX(c) {
 		return s.renderPolicies(c, status, sim)
 	}
-	if err := s.fillSimulator(c.Request().Context(), c, &sim); err != nil {
+	if err := s.fillSimulator(c, &sim); err != nil {
 		return err
 	}
 	return render(c, status, views.SimulatorPanel(sim))

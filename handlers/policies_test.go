@@ -210,7 +210,9 @@ func TestPoliciesAPI(t *testing.T) {
 	if o, w := versions(t, f.env); o != org0+1 || w != ws0 {
 		t.Fatalf("after an org rule: versions %d/%d, were %d/%d", o, w, org0, ws0)
 	}
-	b := createPolicy(t, f.admin, orgPolicies, map[string]any{"target_type": "everyone", "selector_type": "all", "effect": "deny"})
+	// The expiry of a rule that holds nothing is not checked; it keeps the default.
+	b := createPolicy(t, f.admin, orgPolicies, map[string]any{"target_type": "everyone", "selector_type": "all", "effect": "deny",
+		"approval_ttl_minutes": 99999})
 	notified("create")
 	w1 := createPolicy(t, f.owner, wsPolicies, map[string]any{"target_type": "user", "target_user_id": memberID,
 		"selector_type": "namespace", "selector": "payments", "effect": "allow", "enabled": false})

@@ -93,7 +93,12 @@ func (s *Service) check(ctx context.Context, at Place, in Input) (db.PolicyField
 		ttl = DefaultApprovalTTLMinutes
 	}
 	if ttl < 1 || ttl > MaxApprovalTTLMinutes {
-		e.Add("approval_ttl_minutes", fmt.Sprintf("Enter a whole number of minutes from 1 to %d (7 days).", MaxApprovalTTLMinutes))
+		// The expiry only matters to rules that hold calls; the others
+		// keep the default rather than fail on a field they do not use.
+		if in.Effect == RequireApproval {
+			e.Add("approval_ttl_minutes", fmt.Sprintf("Enter a whole number of minutes from 1 to %d (7 days).", MaxApprovalTTLMinutes))
+		}
+		ttl = DefaultApprovalTTLMinutes
 	}
 	f.ApprovalTTLSeconds = ttl * 60
 	if utf8.RuneCountInString(f.Note) > MaxNoteLen {
