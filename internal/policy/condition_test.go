@@ -129,6 +129,7 @@ func TestConditionValues(t *testing.T) {
 		{"missing annotation", "tool.annotations.readOnlyHint == true", tool, caller, nil, false, "no such key: readOnlyHint"},
 		{"has on tool", "has(tool.method) && has(caller.key)", tool, caller, nil, true, ""},
 		{"now hours", "now.getHours() >= 9 && now.getHours() < 17", tool, caller, nil, true, ""},
+		{"now in a zone", `now.getHours("Europe/Paris") == 11`, tool, caller, nil, true, ""},
 		{"now weekday", "now.getDayOfWeek() == 0", tool, caller, nil, true, ""},
 		{"now before", `now < timestamp("2026-01-01T00:00:00Z")`, tool, caller, nil, false, ""},
 		{"cost limit", "args.items.all(a, args.items.all(b, a + b >= 0))", tool, caller,

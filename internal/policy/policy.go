@@ -20,7 +20,8 @@
 //	                          method, annotations (a map of MCP hints)
 //	caller  map               user (email), user_id, role, key (the API
 //	                          key's name, "" for the console), key_id
-//	now     timestamp         the time of the call
+//	now     timestamp         the time of the call; its accessors read
+//	                          UTC unless given a zone: now.getHours("Europe/Paris")
 //
 // Numbers compare across types, so `args.amount > 100` works for a JSON
 // number decoded as float64. A condition must have type bool
