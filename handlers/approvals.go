@@ -430,7 +430,7 @@ func (s *Server) addApprover(c echo.Context) error {
 		return err
 	}
 	s.flash(c, "success", "Approver added: they can now decide this workspace's approval requests.")
-	return s.seeOther(c, paths.WorkspaceSettings(orgOf(c).Slug, workspaceOf(c).Slug)+"#"+viewworkspaces.ApproversID)
+	return s.seeOther(c, paths.WorkspaceSettings(orgOf(c).Slug, workspaceOf(c).Slug))
 }
 
 func (s *Server) removeApprover(c echo.Context) error {
@@ -442,7 +442,7 @@ func (s *Server) removeApprover(c echo.Context) error {
 		return err
 	}
 	s.flash(c, "success", "Approver removed.")
-	return s.seeOther(c, paths.WorkspaceSettings(orgOf(c).Slug, workspaceOf(c).Slug)+"#"+viewworkspaces.ApproversID)
+	return s.seeOther(c, paths.WorkspaceSettings(orgOf(c).Slug, workspaceOf(c).Slug))
 }
 
 // grantApprover gives the workspace's approver role to the member named by

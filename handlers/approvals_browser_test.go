@@ -39,9 +39,6 @@ func TestBrowserApproval(t *testing.T) {
 	f := newFixture(t, vars)
 	f.join(f.account("approver@acme.test", ""), "acme", "member")
 	orgID, wsID := f.tenantIDs("acme", "default")
-	if res := f.owner.api("PUT", "/api/v1/orgs/acme/workspaces/default/approvers/"+strconv.FormatInt(f.userID("approver@acme.test"), 10), nil); res.status != 200 {
-		t.Fatalf("make approver: %d %s", res.status, res.body)
-	}
 	notes := newNotesAPI(t)
 	createSource(t, f.owner, wsSources, map[string]any{"name": "Notes", "type": "openapi",
 		"config": map[string]any{"spec": json.RawMessage(fmt.Sprintf(notesSpec, notes.URL))}}, 201)
@@ -61,7 +58,7 @@ func TestBrowserApproval(t *testing.T) {
 	if err := os.MkdirAll(shots, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithTimeout(t.Context(), 4*time.Minute)
+	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute)
 	defer cancel()
 	opts := append(chromedp.DefaultExecAllocatorOptions[:],
 		chromedp.ExecPath(chromiumPath), chromedp.NoSandbox, chromedp.DisableGPU,
@@ -73,6 +70,26 @@ func TestBrowserApproval(t *testing.T) {
 	if err := chromedp.Do(browserCtx); err != nil {
 		t.Fatalf("start %s: %v", chromiumPath, err)
 	}
+	// The owner gives the member the workspace's approver role on the
+	// settings page; a viewer is refused in place first.
+	owner := newTab(t, browserCtx, f.srv.URL, shots)
+	owner.open("/signin")
+	owner.fill(testid("field-email"), "owner@acme.test")
+	owner.fill(testid("field-password"), password)
+	owner.clickAndLoad(testid("signin-form") + ` button[type="submit"]`)
+	owner.open("/o/acme/w/default/settings")
+	owner.wantVisible(testid("no-approvers"))
+	viewerID := strconv.FormatInt(f.userID("viewer@acme.test"), 10)
+	owner.do("offer the viewer anyway", chromedp.Evaluate[chromedp.Void](`(function (s) { var o = document.createElement('option'); o.value = `+jsString(viewerID)+`; o.text = 'viewer'; s.add(o) })(document.querySelector('#approvers select'))`))
+	owner.pick(testid("approvers")+" "+testid("field-user_id"), viewerID)
+	owner.click(testid("add-approver"))
+	owner.waitText(testid("approvers")+" "+testid("error-user_id"), "viewers cannot decide approvals")
+	owner.pick(testid("approvers")+" "+testid("field-user_id"), strconv.FormatInt(f.userID("approver@acme.test"), 10))
+	owner.clickAndLoad(testid("add-approver"))
+	owner.wantText(testid("flash"), "Approver added: they can now decide this workspace's approval requests.")
+	owner.wantVisible(testid("approver-" + strconv.FormatInt(f.userID("approver@acme.test"), 10)))
+	owner.shot("00-approver-added")
+
 	b := newTab(t, browserCtx, f.srv.URL, shots)
 
 	// The approver signs in and opens the Approvals page: nothing waits.
@@ -187,6 +204,7 @@ func TestBrowserApproval(t *testing.T) {
 	b.waitText(testid("approval-status"), "executed")
 	b.shot("05-request-page")
 	b.checkConsole()
+	owner.checkConsole()
 }
 
 // resultText joins a tool result's text content.
