@@ -207,6 +207,7 @@ func TestApprovalDecisions(t *testing.T) {
 	byOwner := f.hold(t, "deploy.owner", false)
 	byAdmin := f.hold(t, "deploy.admin", false)
 	byApprover := f.hold(t, "deploy.approver", false)
+	adminApproves := f.hold(t, "deploy.admin-approves", false)
 	refused := f.hold(t, "deploy.refused", false)
 	self := f.holdFor(t, "approver@acme.test", "deploy.self", true)
 	notSelf := f.holdFor(t, "approver@acme.test", "deploy.not-self", false)
@@ -277,6 +278,13 @@ func TestApprovalDecisions(t *testing.T) {
 	if res.status != 409 || eb.Error.Code != "not_pending" || !strings.Contains(eb.Error.Message, "already denied by admin@acme.test") {
 		t.Errorf("second decision (API): %d %s", res.status, res.body)
 	}
+	// The admin approves through the API too.
+	res = f.admin.api("POST", approvalsAPI+"/"+adminApproves.ID+"/approve", map[string]any{})
+	got = approvalBody{}
+	res.json(t, &got)
+	if res.status != 200 || got.Status != "approved" || got.DecidedByEmail == nil || *got.DecidedByEmail != "admin@acme.test" {
+		t.Errorf("admin approve: %d %s", res.status, res.body)
+	}
 	// The approver decides through the API.
 	res = f.approver.api("POST", approvalsAPI+"/"+byApprover.ID+"/approve", map[string]any{"comment": "ok from the approver"})
 	got = approvalBody{}
@@ -314,7 +322,7 @@ func TestApprovalDecisions(t *testing.T) {
 		}
 	}
 	want := map[string]string{byOwner.ID: "approval.approved", byAdmin.ID: "approval.denied",
-		byApprover.ID: "approval.approved", self.ID: "approval.approved"}
+		byApprover.ID: "approval.approved", self.ID: "approval.approved", adminApproves.ID: "approval.approved"}
 	for id, action := range want {
 		if actions[id] != action {
 			t.Errorf("audit of %s: %q, want %q", id, actions[id], action)
