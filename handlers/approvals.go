@@ -120,7 +120,7 @@ func (s *Server) approvalsPage(c echo.Context) error {
 	}
 	base := approvalsURL(c)
 	self := withStatus(base, st, all)
-	body := viewapprovals.ListBody{Status: string(st), EventsURL: base + "/events", FragmentURL: self, CSRF: csrfToken(c),
+	body := viewapprovals.ListBody{Status: string(st), FragmentURL: self, CSRF: csrfToken(c),
 		Truncated: len(found) == approvalsPageSize}
 	if body.Cards, err = s.approvalCards(c, found, self); err != nil {
 		return err
@@ -151,7 +151,7 @@ func (s *Server) approvalPage(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	d := viewapprovals.Detail{ListURL: approvalsURL(c), EventsURL: approvalsURL(c) + "/events", FragmentURL: self, Card: cards[0]}
+	d := viewapprovals.Detail{ListURL: approvalsURL(c), FragmentURL: self, Card: cards[0]}
 	if isHTMX(c) {
 		return render(c, http.StatusOK, viewapprovals.RequestBody(d))
 	}

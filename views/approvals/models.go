@@ -39,9 +39,8 @@ type Tab struct {
 type ListBody struct {
 	// Status is the tab's status, "" for all.
 	Status string
-	// EventsURL is the workspace's approval event stream; FragmentURL is
-	// this list as a fragment, fetched again on each event.
-	EventsURL   string
+	// FragmentURL is this list as a fragment, fetched again on each
+	// approval event.
 	FragmentURL string
 	CSRF        string
 	Cards       []Card
@@ -94,8 +93,7 @@ type Decision struct {
 type Detail struct {
 	Meta    layout.Meta
 	ListURL string
-	// EventsURL and FragmentURL keep the page live, as on the list.
-	EventsURL   string
+	// FragmentURL keeps the page live, as on the list.
 	FragmentURL string
 	Card        Card
 }
