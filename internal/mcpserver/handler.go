@@ -18,6 +18,7 @@ import (
 	"net/http"
 	"net/url"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -83,6 +84,7 @@ type Handler struct {
 	sessions  *sessions
 	stateless *mcp.StreamableHTTPHandler
 	keys      *tgauth.KeyCache
+	withToken http.Handler
 	stop      context.CancelFunc
 	done      sync.WaitGroup
 }
@@ -106,6 +108,7 @@ func New(o Options) *Handler {
 		h.keys = tgauth.NewKeyCache(o.Auth, tgauth.KeyCacheOptions{TTL: o.KeyCacheTTL, Logger: o.Logger})
 	}
 	h.allow(o.BaseURL, o.AllowedHosts, o.AllowedOrigins)
+	h.withToken = auth.RequireBearerToken(tokenInfo, &auth.RequireBearerTokenOptions{AllowMissingExpiration: true})(http.HandlerFunc(h.route))
 	h.search = h.newSearchServer()
 	h.direct = newDirectServers(h)
 	h.sessions = newSessions(h)
@@ -252,13 +255,17 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	ctx := context.WithValue(r.Context(), callerKey{}, c)
-	r = r.WithContext(ctx)
-	// The SDK passes token info to every request handler; the caller rides in it.
-	withToken := auth.RequireBearerToken(func(context.Context, string, *http.Request) (*auth.TokenInfo, error) {
-		return &auth.TokenInfo{UserID: fmt.Sprint(c.grant.Key.ID), Extra: map[string]any{"caller": c}}, nil
-	}, &auth.RequireBearerTokenOptions{AllowMissingExpiration: true})
-	withToken(http.HandlerFunc(h.route)).ServeHTTP(w, r)
+	h.withToken.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), callerKey{}, c)))
+}
+
+// tokenInfo hands the SDK the caller authenticate found: the SDK passes
+// token info to every request handler, and the caller rides in it.
+func tokenInfo(ctx context.Context, _ string, _ *http.Request) (*auth.TokenInfo, error) {
+	c, ok := ctx.Value(callerKey{}).(caller)
+	if !ok {
+		return nil, auth.ErrInvalidToken
+	}
+	return &auth.TokenInfo{UserID: strconv.FormatInt(c.grant.Key.ID, 10), Extra: map[string]any{"caller": c}}, nil
 }
 
 // route sends new-protocol requests to the stateless handler and the rest
