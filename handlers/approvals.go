@@ -282,10 +282,7 @@ func (s *Server) approvalEvents(c echo.Context) error {
 	req, res := c.Request(), c.Response()
 	events, cancel := s.approvals.Subscribe(orgOf(c).ID, workspaceOf(c).ID)
 	defer cancel()
-	// A stream outlives the server's read timeout, which would otherwise
-	// cancel the request once it passes.
 	rc := http.NewResponseController(res)
-	_ = rc.SetReadDeadline(time.Time{})
 	h := res.Header()
 	h.Set(echo.HeaderContentType, "text/event-stream")
 	h.Set("Cache-Control", "no-store")
