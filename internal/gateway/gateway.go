@@ -176,9 +176,10 @@ type Gateway struct {
 	tools   cache[toolKey, *toolPlan]
 	auths   cache[string, *authEntry]
 	// policies holds each workspace's compiled rules at their versions.
-	policies cache[[2]int64, *policyEntry]
-	touches  touches
-	lookups  lookups
+	policies    cache[[2]int64, *policyEntry]
+	policyLoads policyLoads
+	touches     touches
+	lookups     lookups
 }
 
 // New builds a gateway; Close stops its upstream sessions.
@@ -212,6 +213,7 @@ func New(o Options) *Gateway {
 	g.pool = mcppool.New(o.Pool)
 	g.touches.seen = map[string]time.Time{}
 	g.lookups.running, g.lookups.next = map[lookupKey]*lookup{}, map[lookupKey]*lookup{}
+	g.policyLoads.running = map[[2]int64]*policyLoad{}
 	return g
 }
 

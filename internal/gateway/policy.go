@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/toolgate/toolgate/db"
@@ -41,12 +42,55 @@ func (g *Gateway) rules(ctx context.Context, orgID, workspaceID, orgVersion, wor
 	if e, ok := g.policies.get(key); ok && e.orgVersion == orgVersion && e.workspaceVersion == workspaceVersion {
 		return e.set, nil
 	}
-	set, err := g.opts.Policies.Set(ctx, orgID, workspaceID)
-	if err != nil {
-		return nil, fmt.Errorf("load policies: %w", err)
+	want := policyEntry{orgVersion: orgVersion, workspaceVersion: workspaceVersion}
+	// Calls that miss together share one load: a cold cache under load
+	// costs one query, not one per call.
+	g.policyLoads.mu.Lock()
+	l := g.policyLoads.running[key]
+	if l == nil || l.orgVersion < orgVersion || l.workspaceVersion < workspaceVersion {
+		l = &policyLoad{policyEntry: want, done: make(chan struct{})}
+		g.policyLoads.running[key] = l
+		g.policyLoads.mu.Unlock()
+		// Others wait on this load: it outlives this call's cancellation.
+		shared, cancel := context.WithTimeout(context.WithoutCancel(ctx), lookupTimeout)
+		set, err := g.opts.Policies.Set(shared, orgID, workspaceID)
+		cancel()
+		if err == nil {
+			g.policies.put(key, &policyEntry{orgVersion: orgVersion, workspaceVersion: workspaceVersion, set: set})
+		}
+		l.set, l.err = set, err
+		g.policyLoads.mu.Lock()
+		if g.policyLoads.running[key] == l {
+			delete(g.policyLoads.running, key)
+		}
+		g.policyLoads.mu.Unlock()
+		close(l.done)
+	} else {
+		g.policyLoads.mu.Unlock()
+		select {
+		case <-l.done:
+		case <-ctx.Done():
+			return nil, context.Cause(ctx)
+		}
 	}
-	g.policies.put(key, &policyEntry{orgVersion: orgVersion, workspaceVersion: workspaceVersion, set: set})
-	return set, nil
+	if l.err != nil {
+		return nil, fmt.Errorf("load policies: %w", l.err)
+	}
+	return l.set, nil
+}
+
+// policyLoad is one load of a workspace's rules, shared by the calls that
+// need it; it is read at least at the versions of its policyEntry.
+type policyLoad struct {
+	policyEntry
+	done chan struct{}
+	err  error
+}
+
+// policyLoads are the loads running now, by workspace.
+type policyLoads struct {
+	mu      sync.Mutex
+	running map[[2]int64]*policyLoad
 }
 
 // workspaceRules is rules for a listing: one small query for the versions.
