@@ -95,6 +95,8 @@ var OutcomeOptions = []ui.Option{
 	{Value: "invalid", Label: "Invalid arguments"},
 	{Value: "not_found", Label: "Tool not found"},
 	{Value: "denied", Label: "Denied"},
+	{Value: "pending", Label: "Held for approval"},
+	{Value: "expired", Label: "Approval expired"},
 }
 
 // RangeOptions are the time select's choices.
@@ -112,7 +114,7 @@ func OutcomeClass(outcome string) string {
 	switch outcome {
 	case "ok":
 		return "badge ok"
-	case "error", "timeout", "denied":
+	case "error", "timeout", "denied", "expired":
 		return "badge danger"
 	}
 	return "badge warn"
