@@ -20,7 +20,7 @@ type Meta struct {
 	// PendingApprovals counts the current workspace's calls waiting for a
 	// decision; the sidebar shows it as a badge that updates live.
 	PendingApprovals int
-	Flash   *Flash
+	Flash            *Flash
 }
 
 // UserNav names the signed-in person.
