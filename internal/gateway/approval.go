@@ -135,12 +135,13 @@ func (g *Gateway) settle(ctx context.Context, c Caller, a approvals.Approval, pr
 	switch a.Status {
 	case approvals.Executed:
 		return g.storedResult(ctx, c, a)
-	case approvals.Executing:
-		return g.pendingResult(c, a, "executing"), nil
+	case approvals.Denied, approvals.Expired:
+		// Settled between two reads: say so without waiting again.
+		return g.settle(ctx, c, a, progress, 0, rec)
+	case approvals.Pending:
+		return g.pendingResult(c, a, "pending"), nil
 	}
-	// Denied or expired between two reads (or pending again, which cannot
-	// happen): settle once more without waiting.
-	return g.settle(ctx, c, a, progress, 0, rec)
+	return g.pendingResult(c, a, "executing"), nil
 }
 
 // waitTicker turns the approvals service's ticks into MCP progress.
