@@ -20,9 +20,12 @@ const (
 	DefaultKeyCacheSize = 10000
 )
 
-// keyCacheRetry is the pause before listening again after the listening
-// connection failed.
-const keyCacheRetry = time.Second
+// The pause before listening again after the listening connection failed
+// doubles from keyCacheRetry up to keyCacheMaxRetry while it keeps failing.
+const (
+	keyCacheRetry    = time.Second
+	keyCacheMaxRetry = time.Minute
+)
 
 // KeyCacheOptions configure a [KeyCache].
 type KeyCacheOptions struct {
@@ -213,12 +216,14 @@ func (c *KeyCache) drop(keyID int64) {
 // serves from memory only while it is open.
 func (c *KeyCache) listen(ctx context.Context) {
 	defer close(c.done)
+	retry := keyCacheRetry
 	for {
 		err := c.auth.Store.ListenAPIKeyChanges(ctx, func() {
 			c.mu.Lock()
 			c.forgetAll()
 			c.listening = true
 			c.mu.Unlock()
+			retry = keyCacheRetry
 		}, c.drop)
 		c.mu.Lock()
 		c.listening = false
@@ -231,7 +236,8 @@ func (c *KeyCache) listen(ctx context.Context) {
 		select {
 		case <-ctx.Done():
 			return
-		case <-time.After(keyCacheRetry):
+		case <-time.After(retry):
 		}
+		retry = min(2*retry, keyCacheMaxRetry)
 	}
 }

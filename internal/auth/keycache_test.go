@@ -226,3 +226,33 @@ func TestKeyCacheClosed(t *testing.T) {
 		t.Fatalf("made-up key: %v", err)
 	}
 }
+
+// TestKeyCacheListenerLost: announcements sent while the cache's listening
+// connection is down are lost, so it forgets what it knew, serves from the
+// database meanwhile, and caches again once it listens again.
+func TestKeyCacheListenerLost(t *testing.T) {
+	f := newKeyFixture(t)
+	ctx := context.Background()
+	_, plain := f.key(t, f.owner, auth.Owner, tenancy.APIKeyInput{Name: "agent"})
+	c := startCache(t, f.authn, auth.KeyCacheOptions{TTL: time.Hour})
+	grantOf(t, c, plain)
+	f.rename(t, f.owner, "Second")
+	if g := grantOf(t, c, plain); g.User.Name == "Second" {
+		t.Fatal("not cached")
+	}
+
+	var ended int
+	if err := f.store.DB().QueryRowContext(ctx, `SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity
+		WHERE datname = current_database() AND query = 'LISTEN `+db.APIKeyChannel+`'`).Scan(&ended); err != nil || ended != 1 {
+		t.Fatalf("end the listening connection: %d ended, %v", ended, err)
+	}
+	eventually(t, "the grant read again after the listener was lost", func() bool {
+		return grantOf(t, c, plain).User.Name == "Second"
+	})
+	eventually(t, "listening again", c.Ready)
+	grantOf(t, c, plain)
+	f.rename(t, f.owner, "Third")
+	if g := grantOf(t, c, plain); g.User.Name != "Second" {
+		t.Fatalf("not cached again after listening again: %q", g.User.Name)
+	}
+}
