@@ -12,6 +12,7 @@ import (
 
 	"github.com/toolgate/toolgate/db"
 	"github.com/toolgate/toolgate/internal/approvals"
+	"github.com/toolgate/toolgate/internal/auth"
 	"github.com/toolgate/toolgate/internal/gateway/audit"
 	"github.com/toolgate/toolgate/internal/policy"
 )
@@ -79,11 +80,61 @@ func (g *Gateway) hold(ctx context.Context, c Caller, t *db.CallTool, d policy.D
 	g.record(pending)
 
 	rec.ApprovalID = a.ID
-	res, err := g.settle(ctx, c, a, progress, g.wait(c), rec)
+	wait := g.wait(c)
+	if c.Ask != nil && wait > 0 {
+		start := time.Now()
+		a = g.askCaller(ctx, c, a, wait)
+		wait = max(wait-time.Since(start), 0)
+	}
+	res, err := g.settle(ctx, c, a, progress, wait, rec)
 	if err != nil {
 		rec.Outcome = "" // the pending row stands
 	}
 	return res, err
+}
+
+// askCaller lets the caller decide its own request through c.Ask, when
+// the request's rule allows self-approval and the caller may decide it
+// (its role, or the workspace's approvers), within wait. It only decides:
+// the approved call still runs once, through settle's claim. Without an
+// answer, or when the decision does not count (a person decided first),
+// it returns a as it was and the call waits as usual.
+func (g *Gateway) askCaller(ctx context.Context, c Caller, a approvals.Approval, wait time.Duration) approvals.Approval {
+	if !a.AllowSelfApproval || c.UserID == 0 || a.Status != approvals.Pending {
+		return a
+	}
+	d := approvals.Decider{UserID: c.UserID, Role: auth.Role(c.Role)}
+	ok, _, err := g.opts.Approvals.CanDecide(ctx, a, d)
+	if err != nil {
+		g.opts.Logger.Warn("check self-approval", "approval", a.ID, "error", err.Error())
+		return a
+	}
+	if !ok {
+		return a
+	}
+	actx, cancel := context.WithTimeout(ctx, wait)
+	approve, comment, answered := c.Ask(actx, a)
+	cancel()
+	if !answered || ctx.Err() != nil {
+		return a
+	}
+	decided, err := g.opts.Approvals.Decide(ctx, c.OrgID, c.WorkspaceID, a.ID, d, approve, cutRunes(comment, approvals.MaxComment))
+	if err != nil {
+		g.opts.Logger.Info("self-approval not recorded", "approval", a.ID, "error", err.Error())
+		return a
+	}
+	return decided
+}
+
+// cutRunes keeps the first n characters of s.
+func cutRunes(s string, n int) string {
+	for i := range s {
+		if n == 0 {
+			return s[:i]
+		}
+		n--
+	}
+	return s
 }
 
 // settle takes a request to its outcome as far as wait allows: it waits

@@ -58,6 +58,13 @@ type Caller struct {
 	// once instead of waiting Options.ApprovalWait (the console, whose web
 	// requests cannot wait that long).
 	NoApprovalWait bool
+	// Ask, when set, lets the caller decide its own held call (the agent's
+	// client, through MCP elicitation). The gateway calls it only for a
+	// request whose rule allows self-approval and that the caller may
+	// decide, with a context bounded by Options.ApprovalWait; ok false means
+	// no answer, and the call waits for a person as usual. comment is
+	// recorded with the decision.
+	Ask func(ctx context.Context, a approvals.Approval) (approve bool, comment string, ok bool)
 }
 
 // Recorder takes audit rows; it must not block.

@@ -193,7 +193,7 @@ func (h *Handler) call(ctx context.Context, req *mcp.CallToolRequest, path strin
 	if !ok {
 		return nil, errors.New("no caller")
 	}
-	res, err := h.opts.Gateway.Call(ctx, c.gatewayCaller(), path, args, progressOf(ctx, req))
+	res, err := h.opts.Gateway.Call(ctx, withElicitation(c.gatewayCaller(), req), path, args, progressOf(ctx, req))
 	var nf *gateway.NotFoundError
 	var inv *gateway.InvalidArgumentsError
 	switch {
