@@ -126,6 +126,25 @@ func TestMCPElicitSelfApproval(t *testing.T) {
 		}
 	})
 
+	t.Run("no answer in time", func(t *testing.T) {
+		release := make(chan struct{})
+		var asked sync.WaitGroup
+		asked.Add(1)
+		cs := connect(t, f.srv.URL+"/mcp", ownerKey.Key, "2025-11-25", &mcp.ClientOptions{
+			ElicitationHandler: func(ctx context.Context, _ *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+				asked.Done()
+				select {
+				case <-release:
+				case <-ctx.Done():
+				}
+				return &mcp.ElicitResult{Action: "accept", Content: map[string]any{"approve": true}}, nil
+			}})
+		t.Cleanup(func() { close(release) })
+		res, text := callText(t, cs, "call_tool", note("self note, slow client"))
+		asked.Wait()
+		pending(t, res, text)
+	})
+
 	t.Run("rule without self-approval", func(t *testing.T) {
 		ec := &elicitClient{answer: &mcp.ElicitResult{Action: "accept", Content: map[string]any{"approve": true}}}
 		cs := connect(t, f.srv.URL+"/mcp", ownerKey.Key, "2025-11-25", &mcp.ClientOptions{ElicitationHandler: ec.handle})
