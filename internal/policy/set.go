@@ -411,7 +411,10 @@ func matchedText(c *compiled, condErr error) string {
 	case c.broken != "" || c.condBroken != "":
 		return s + " because " + cmp.Or(c.broken, c.condBroken) + ", which fails closed"
 	case condErr != nil:
-		return s + " because its condition failed (" + condErr.Error() + "), which fails closed"
+		// Not the error's text: CEL quotes the values it failed on, and a
+		// reason travels to approvals, audit rows and the agent. The
+		// simulator's steps, shown to whoever typed the arguments, keep it.
+		return s + " because its condition failed at run time, which fails closed"
 	case c.rule.Condition != "":
 		return s + ": " + c.rule.Condition
 	}

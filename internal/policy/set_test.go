@@ -257,7 +257,7 @@ func TestDecideConditions(t *testing.T) {
 		{name: "runtime error fails closed: deny matches", rules: []Rule{org(1, 1, Deny, cond("args.amount > 100")), org(2, 2, Allow)},
 			tool: stripeCharge, caller: member, args: map[string]any{}, want: Deny, wantRule: 1, wantSteps: []int64{1},
 			wantWhy:    "the condition failed (no such key: amount); it fails closed, so this deny rule matches",
-			wantReason: "Rule #1 of the organization (deny all tools) matched because its condition failed (no such key: amount), which fails closed."},
+			wantReason: "Rule #1 of the organization (deny all tools) matched because its condition failed at run time, which fails closed."},
 		{name: "runtime error fails closed: allow does not match", rules: []Rule{org(1, 1, Allow, cond("args.amount < 100")), org(2, 2, RequireApproval)},
 			tool: ghGet, caller: member, args: map[string]any{"amount": "ten"}, want: RequireApproval, wantRule: 2,
 			wantSteps: []int64{-1, 2}, wantWhy: "it fails closed, so this allow rule does not match"},
@@ -581,5 +581,26 @@ func BenchmarkCompile(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		Compile(rules)
+	}
+}
+
+// TestReasonKeepsArgumentValuesOut: CEL quotes the values a condition
+// failed on, and a decision's reason reaches approvals, audit rows and the
+// agent, so it names the failure without the error's text; the steps,
+// which only the simulator shows to whoever typed the arguments, keep it.
+func TestReasonKeepsArgumentValuesOut(t *testing.T) {
+	const secret = "hunter2SECRET"
+	set := Compile([]Rule{{ID: 1, Level: LevelOrganization, Target: TargetEveryone, Selector: SelectAll,
+		Condition: `timestamp(args.password) > now`, Effect: Deny, Position: 1, Enabled: true}})
+	d := set.Decide(Tool{Path: "vault.login", Namespace: "vault", Type: "openapi", DefaultApproval: "auto"},
+		Caller{UserID: 1, Role: "member"}, map[string]any{"password": secret}, time.Now())
+	if d.Effect != Deny {
+		t.Fatalf("effect %s, want deny (fails closed)", d.Effect)
+	}
+	if strings.Contains(d.Reason, secret) {
+		t.Fatalf("the reason quotes the argument: %s", d.Reason)
+	}
+	if len(d.Steps) != 1 || !strings.Contains(d.Steps[0].Why, "condition failed") {
+		t.Fatalf("steps: %+v", d.Steps)
 	}
 }
