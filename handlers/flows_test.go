@@ -171,6 +171,14 @@ func TestCSRFAndExpiredSessions(t *testing.T) {
 	if loc := res.header.Get("Location"); loc != "/" {
 		t.Fatalf("protocol-relative next became %q", loc)
 	}
+	// Browsers drop a tab and read a backslash as a slash: both would
+	// turn these into //evil.test.
+	for _, next := range []string{"/\t/evil.test", "/\\evil.test", "/\n/evil.test"} {
+		res = e.anon().post("/signin", url.Values{"email": {"ada@example.test"}, "password": {password}, "next": {next}}, false)
+		if loc := res.header.Get("Location"); loc != "/" {
+			t.Fatalf("next %q became %q", next, loc)
+		}
+	}
 }
 
 // invitationLink creates an invitation through the console and reads the

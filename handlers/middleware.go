@@ -235,7 +235,10 @@ func localPath(raw string) string {
 			raw = "/"
 		}
 	}
-	if !strings.HasPrefix(raw, "/") || strings.HasPrefix(raw, "//") || strings.HasPrefix(raw, "/\\") {
+	// Browsers drop tabs and newlines from URLs and read a backslash as a
+	// slash, so "/\t/evil.test" would become "//evil.test": refuse them all.
+	if !strings.HasPrefix(raw, "/") || strings.HasPrefix(raw, "//") ||
+		strings.ContainsFunc(raw, func(r rune) bool { return r == '\\' || r < 0x20 || r == 0x7f }) {
 		return paths.Home
 	}
 	return raw
