@@ -171,7 +171,7 @@ func (g *Gateway) settle(ctx context.Context, c Caller, a approvals.Approval, pr
 			return nil, err
 		}
 		if claimed {
-			res := g.runApproved(ctx, c, now, args, progress)
+			res := g.runApproved(ctx, now, args, progress)
 			return res, nil
 		}
 		a = now
@@ -206,27 +206,31 @@ func waitTicker(id string, wait time.Duration, progress Progress) func(time.Dura
 }
 
 // runApproved runs an approved call with the arguments the claim returned
-// (the approved ones), as the caller who asked for it, and stores its
-// result for everyone who asks later. It runs to its end even if ctx's
-// caller goes away: the call runs once and its outcome must be kept.
-func (g *Gateway) runApproved(ctx context.Context, asking Caller, a approvals.Approval, args json.RawMessage, progress Progress) *mcp.CallToolResult {
+// (the approved ones), as the person who asked for it with their current
+// role in the organization, and stores its result for them to read later.
+// It runs to its end even if ctx's caller goes away: the call runs once
+// and its outcome must be kept.
+func (g *Gateway) runApproved(ctx context.Context, a approvals.Approval, args json.RawMessage, progress Progress) *mcp.CallToolResult {
 	ctx = context.WithoutCancel(ctx)
 	c := Caller{OrgID: a.OrgID, WorkspaceID: a.WorkspaceID, KeyID: a.KeyID, Via: a.Via, UserEmail: a.UserEmail, KeyName: a.KeyName}
-	if a.UserID != nil {
-		c.UserID = *a.UserID
-		if asking.UserID == c.UserID {
-			c.Role = asking.Role
-		}
-	}
-	rec := &audit.Call{OrgID: c.OrgID, WorkspaceID: c.WorkspaceID, KeyID: c.KeyID, UserID: c.UserID, Via: c.Via,
+	rec := &audit.Call{OrgID: c.OrgID, WorkspaceID: c.WorkspaceID, KeyID: c.KeyID, Via: c.Via,
 		Tool: a.Tool, SourceID: a.SourceID, Arguments: a.Arguments, ApprovalID: a.ID, StartedAt: time.Now()}
-	res, err := g.executeApproved(ctx, c, a, args, progress, rec)
+	var res *mcp.CallToolResult
+	err := g.requester(ctx, a, &c)
+	if err == nil {
+		rec.UserID = c.UserID
+		res, err = g.executeApproved(ctx, c, a, args, progress, rec)
+	}
 	if err != nil {
 		var inv *InvalidArgumentsError
 		var nf *NotFoundError
+		var gone *requesterGoneError
 		switch {
 		case errors.As(err, &inv), errors.As(err, &nf):
 			res = errorResult(err.Error())
+		case errors.As(err, &gone):
+			res = errorResult(err.Error())
+			rec.Outcome, rec.Error = audit.OutcomeDenied, err.Error()
 		default:
 			g.opts.Logger.Error("run approved call", "approval", a.ID, "error", err.Error())
 			res = errorResult(fmt.Sprintf("toolgate could not run the approved call to %s: %v", a.Tool, err))
@@ -248,6 +252,45 @@ func (g *Gateway) runApproved(ctx context.Context, asking Caller, a approvals.Ap
 	return res
 }
 
+// requesterGoneError ends an approved call whose requester left the
+// organization (or has no account) before it ran: nothing runs.
+type requesterGoneError struct{ a approvals.Approval }
+
+func (e *requesterGoneError) Error() string {
+	return fmt.Sprintf("toolgate did not run the approved call to %s (approval %s): the person who asked for it is no longer a member of this organization.",
+		e.a.Tool, e.a.ID)
+}
+
+// requester fills c with the user who asked for a and their role in the
+// organization now (a role changed since the request counts for the
+// policy check that precedes the run).
+func (g *Gateway) requester(ctx context.Context, a approvals.Approval, c *Caller) error {
+	if a.UserID == nil {
+		return &requesterGoneError{a}
+	}
+	m, err := g.opts.Store.Member(ctx, a.OrgID, *a.UserID)
+	if errors.Is(err, db.ErrNotFound) {
+		return &requesterGoneError{a}
+	}
+	if err != nil {
+		return fmt.Errorf("read the requester's membership: %w", err)
+	}
+	c.UserID, c.Role = *a.UserID, m.Role
+	return nil
+}
+
+// SourceChangedError ends an approved call whose tool now comes from
+// another source than the one the person approved (the source was
+// deleted and one of the same name created): nothing runs.
+type SourceChangedError struct {
+	Path, ApprovalID string
+}
+
+func (e *SourceChangedError) Error() string {
+	return fmt.Sprintf("toolgate did not run the approved call to %s (approval %s): its source changed since the approval (it was removed and another one now has its name). Call again to ask for a new approval.",
+		e.Path, e.ApprovalID)
+}
+
 // executeApproved is the pipeline's steps after the approval: the tool
 // resolved again (it may have changed or gone), the workspace's rules
 // asked again (a deny added since wins), the credential, the schema and
@@ -262,6 +305,11 @@ func (g *Gateway) executeApproved(ctx context.Context, c Caller, a approvals.App
 	if err != nil {
 		rec.Outcome, rec.Error = audit.OutcomeError, "toolgate could not look up the tool"
 		return nil, fmt.Errorf("look up tool %q: %w", a.Tool, err)
+	}
+	if a.SourceID != "" && t.SourceID != a.SourceID {
+		sc := &SourceChangedError{Path: a.Tool, ApprovalID: a.ID}
+		rec.Outcome, rec.Error = audit.OutcomeDenied, sc.Error()
+		return errorResult(sc.Error()), nil
 	}
 	tp := g.toolPlan(&t)
 	v, err := decodeArguments(args)
@@ -364,6 +412,11 @@ func (g *Gateway) Resume(ctx context.Context, c Caller, id, path string, args js
 	if err != nil {
 		return nil, fmt.Errorf("read approval %s: %w", id, err)
 	}
+	if !requestedBy(a, c) {
+		// Ids are visible to the workspace's members; only the requester
+		// may run the call (as themselves) or read its result.
+		return nil, &ApprovalNotFoundError{ID: id}
+	}
 	if path != "" && path != a.Tool {
 		t, err := g.callTool(ctx, c, path)
 		if err != nil || t.Path != a.Tool {
@@ -379,6 +432,12 @@ func (g *Gateway) Resume(ctx context.Context, c Caller, id, path string, args js
 		res = withNote(res, "Note: the arguments sent with approval_id differ from the approved ones; toolgate used only the approved arguments (an approval covers exactly those). To run different arguments, call without approval_id.")
 	}
 	return res, nil
+}
+
+// requestedBy reports whether c is the person who asked for a: the same
+// user, through any of their keys or the console.
+func requestedBy(a approvals.Approval, c Caller) bool {
+	return a.UserID != nil && c.UserID != 0 && *a.UserID == c.UserID
 }
 
 // differs reports whether arguments an agent sent with an approval id

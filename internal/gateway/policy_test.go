@@ -15,8 +15,10 @@ import (
 	"github.com/toolgate/toolgate/db"
 	"github.com/toolgate/toolgate/internal/approvals"
 	"github.com/toolgate/toolgate/internal/auth"
+	"github.com/toolgate/toolgate/internal/credentials"
 	"github.com/toolgate/toolgate/internal/gateway"
 	"github.com/toolgate/toolgate/internal/gateway/audit"
+	"github.com/toolgate/toolgate/internal/sources"
 )
 
 // memberCaller calls from the tenant's first workspace as its member, whom
@@ -438,5 +440,117 @@ func TestApprovalAcrossReplicasAndRestart(t *testing.T) {
 	a, err := decider.Get(ctx, e.a.org.ID, e.a.ws.ID, p.ApprovalID)
 	if err != nil || a.Status != approvals.Executed {
 		t.Errorf("approval %+v, %v", a, err)
+	}
+}
+
+func TestApprovalResumedOnlyByItsRequester(t *testing.T) {
+	e, api, ns := itemsEnv(t, shortWait)
+	e.holdCreate(ns)
+	ctx := context.Background()
+	// Resume does not store the key, so made-up key ids stand for the
+	// requester's second key and the owner's key.
+	key2, ownerKey := int64(102), int64(103)
+	c := e.a.memberCaller()
+	// The owner's agent key in the same workspace: it sees the approval id
+	// on the console, but may neither run the call nor read its result.
+	intruder := gateway.Caller{OrgID: e.a.org.ID, WorkspaceID: e.a.ws.ID, UserID: e.a.owner.UserID, KeyID: &ownerKey,
+		Via: gateway.ViaMCP, Role: "owner"}
+
+	p := pendingOf(t, e.call(c, ns+"createItem", `{"body": {"name": "kettle", "count": 2}}`))
+	if _, err := e.held.Decide(ctx, e.a.org.ID, e.a.ws.ID, p.ApprovalID, e.a.ownerDecider(), true, ""); err != nil {
+		t.Fatal(err)
+	}
+	var anf *gateway.ApprovalNotFoundError
+	for _, path := range []string{"", ns + "createItem"} { // get_approval, call_tool with approval_id
+		if res, err := e.gw.Resume(ctx, intruder, p.ApprovalID, path, nil, nil); !errors.As(err, &anf) {
+			t.Errorf("another member's key resumed (path %q): %v %s", path, err, text(res))
+		}
+	}
+	if posts := api.posts(); len(posts) != 0 {
+		t.Fatalf("another member's key ran the call: %q", posts)
+	}
+	// The requester's other key runs it once.
+	other := c
+	other.KeyID = &key2
+	res, err := e.gw.Resume(ctx, other, p.ApprovalID, "", nil, nil)
+	if err != nil || res.IsError || !strings.Contains(text(res), `"name": "kettle"`) {
+		t.Fatalf("the requester's other key: %v %s", err, text(res))
+	}
+	if posts := api.posts(); len(posts) != 1 {
+		t.Errorf("upstream posts %q", posts)
+	}
+	// The stored result is not given to another member either.
+	for _, path := range []string{"", ns + "createItem"} {
+		if res, err := e.gw.Resume(ctx, intruder, p.ApprovalID, path, nil, nil); !errors.As(err, &anf) {
+			t.Errorf("another member read the result (path %q): %v %s", path, err, text(res))
+		}
+	}
+	if res, err := e.gw.Resume(ctx, c, p.ApprovalID, "", nil, nil); err != nil || !strings.Contains(text(res), `"name": "kettle"`) {
+		t.Errorf("the requester's stored result: %v %s", err, text(res))
+	}
+}
+
+func TestApprovalRequesterWhoLeftDoesNotRun(t *testing.T) {
+	e, api, ns := itemsEnv(t, shortWait)
+	e.holdCreate(ns)
+	ctx := context.Background()
+	c := e.a.memberCaller()
+	p := pendingOf(t, e.call(c, ns+"createItem", `{"body": {"name": "kettle", "count": 2}}`))
+	if _, err := e.held.Decide(ctx, e.a.org.ID, e.a.ws.ID, p.ApprovalID, e.a.ownerDecider(), true, ""); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.store.RemoveMember(ctx, e.a.org.ID, e.a.member.UserID); err != nil {
+		t.Fatal(err)
+	}
+	res, err := e.gw.Resume(ctx, c, p.ApprovalID, "", nil, nil)
+	if err != nil || !res.IsError || !strings.Contains(text(res), "no longer a member") {
+		t.Fatalf("resume after leaving: %v %s", err, text(res))
+	}
+	if posts := api.posts(); len(posts) != 0 {
+		t.Errorf("the call ran for a former member: %q", posts)
+	}
+	a, err := e.held.Get(ctx, e.a.org.ID, e.a.ws.ID, p.ApprovalID)
+	if err != nil || a.Status != approvals.Executed {
+		t.Errorf("approval after the refusal: %v %+v", err, a)
+	}
+}
+
+func TestApprovalRefusedWhenItsSourceWasRecreated(t *testing.T) {
+	e, api, ns := itemsEnv(t, shortWait)
+	e.holdCreate(ns)
+	ctx := context.Background()
+	c := e.a.memberCaller()
+	p := pendingOf(t, e.call(c, ns+"createItem", `{"body": {"name": "kettle", "count": 2}}`))
+	if _, err := e.held.Decide(ctx, e.a.org.ID, e.a.ws.ID, p.ApprovalID, e.a.ownerDecider(), true, ""); err != nil {
+		t.Fatal(err)
+	}
+	a, err := e.held.Get(ctx, e.a.org.ID, e.a.ws.ID, p.ApprovalID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	old, err := e.store.Source(ctx, e.a.org.ID, a.SourceID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := e.sources.Delete(ctx, old); err != nil {
+		t.Fatal(err)
+	}
+	src := e.source(e.a, &e.a.ws, "Items", sources.TypeOpenAPI, openAPIConfig(itemsSpec, api.URL))
+	if src.ID == old.ID {
+		t.Fatalf("the re-created source kept its id %s", src.ID)
+	}
+	e.credential(e.a, &e.a.ws, e.a.owner, src, credentials.ScopeWorkspace,
+		credentials.Auth{Type: credentials.TypeAPIKey, In: "header", Name: "X-Api-Key"}, credentials.Secret{Value: itemsKey})
+
+	res, err := e.gw.Resume(ctx, c, p.ApprovalID, "", nil, nil)
+	if err != nil || !res.IsError || !strings.Contains(text(res), "source changed since the approval") {
+		t.Fatalf("resume after the source was re-created: %v %s", err, text(res))
+	}
+	if posts := api.posts(); len(posts) != 0 {
+		t.Errorf("the call ran against the new source: %q", posts)
+	}
+	// The refusal is the stored outcome: asking again says the same.
+	if res, err := e.gw.Resume(ctx, c, p.ApprovalID, "", nil, nil); err != nil || !strings.Contains(text(res), "source changed") {
+		t.Errorf("second resume: %v %s", err, text(res))
 	}
 }
