@@ -617,6 +617,19 @@ func TestApprovers(t *testing.T) {
 		t.Errorf("approvers after removal: %s", res.body)
 	}
 
+	// Leaving the organization ends the role: invited back later, the
+	// person is not an approver again.
+	if res := f.owner.api("PUT", approversAPI+"/"+id("plain@acme.test"), nil); res.status != 200 {
+		t.Fatalf("add plain again: %d %s", res.status, res.body)
+	}
+	if res := f.owner.api("DELETE", "/api/v1/orgs/acme/members/"+id("plain@acme.test"), nil); res.status != 204 {
+		t.Fatalf("remove plain from the organization: %d %s", res.status, res.body)
+	}
+	var left int
+	if err := f.store.DB().QueryRowContext(context.Background(), `SELECT count(*) FROM workspace_approvers WHERE user_id = $1`, f.userID("plain@acme.test")).Scan(&left); err != nil || left != 0 {
+		t.Fatalf("approver rows after leaving: %d %v", left, err)
+	}
+
 	// Only owners and admins manage approvers.
 	for _, who := range []string{"member", "viewer"} {
 		if res := f.as(who).api("GET", approversAPI, nil); res.status != 403 {
@@ -639,7 +652,7 @@ func TestApprovers(t *testing.T) {
 	for _, e := range events {
 		counts[e.Action]++
 	}
-	if counts["approver.added"] != 2 || counts["approver.removed"] != 2 {
+	if counts["approver.added"] != 3 || counts["approver.removed"] != 2 {
 		t.Errorf("audit: %v", counts)
 	}
 }
