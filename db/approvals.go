@@ -187,7 +187,7 @@ func (s *Store) DecideApproval(ctx context.Context, orgID, workspaceID int64, id
 func (s *Store) ExpireApproval(ctx context.Context, orgID int64, id string) (bool, error) {
 	res, err := s.db.ExecContext(ctx, `WITH c AS (
 			UPDATE approvals SET status = 'expired'
-			WHERE org_id = $1 AND id = $2 AND status = 'pending' AND expires_at <= now()
+			WHERE org_id = $1 AND id = $2 AND status IN ('pending', 'approved') AND expires_at <= now()
 			RETURNING org_id, workspace_id, id)
 		`+notifyEach("expired"), orgID, id)
 	return affectedAny(res, err)
@@ -198,19 +198,19 @@ func (s *Store) ExpireApproval(ctx context.Context, orgID int64, id string) (boo
 func (s *Store) ExpireWorkspaceApprovals(ctx context.Context, orgID, workspaceID int64) (int64, error) {
 	res, err := s.db.ExecContext(ctx, `WITH c AS (
 			UPDATE approvals SET status = 'expired'
-			WHERE org_id = $1 AND workspace_id = $2 AND status = 'pending' AND expires_at <= now()
+			WHERE org_id = $1 AND workspace_id = $2 AND status IN ('pending', 'approved') AND expires_at <= now()
 			RETURNING org_id, workspace_id, id)
 		`+notifyEach("expired"), orgID, workspaceID)
 	return rowsChanged(res, err)
 }
 
-// ExpireApprovals marks every organization's overdue pending approvals
-// expired, returning how many it marked. It is the periodic sweep, the one
+// ExpireApprovals marks every organization's overdue pending approvals,
+// and approved ones nobody ran before their expiry, expired, returning how many it marked. It is the periodic sweep, the one
 // approvals query not scoped to an organization.
 func (s *Store) ExpireApprovals(ctx context.Context) (int64, error) {
 	res, err := s.db.ExecContext(ctx, `WITH c AS (
 			UPDATE approvals SET status = 'expired'
-			WHERE status = 'pending' AND expires_at <= now()
+			WHERE status IN ('pending', 'approved') AND expires_at <= now()
 			RETURNING org_id, workspace_id, id)
 		`+notifyEach("expired"))
 	return rowsChanged(res, err)

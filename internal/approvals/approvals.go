@@ -26,6 +26,7 @@ import (
 
 	"github.com/toolgate/toolgate/db"
 	"github.com/toolgate/toolgate/internal/secrets"
+	"github.com/toolgate/toolgate/internal/sources"
 )
 
 // Status is where a request stands.
@@ -145,9 +146,16 @@ type Options struct {
 	// executions settled (default 30 s).
 	SweepInterval time.Duration
 	// ExecutingTimeout bounds how long a request may stay executing before
-	// it is settled with [StoppedMessage] (default 15 min).
+	// it is settled with [StoppedMessage] (default
+	// [DefaultExecutingTimeout]).
 	ExecutingTimeout time.Duration
 }
+
+// DefaultExecutingTimeout outlasts the longest execution a source may
+// be allowed (an MCP source's connect and call timeouts, each up to
+// [sources.MaxTimeoutSeconds]) by a margin, so a call still running is
+// never settled as stopped: 25 minutes.
+const DefaultExecutingTimeout = 2*sources.MaxTimeoutSeconds*time.Second + 5*time.Minute
 
 func (o *Options) defaults() {
 	if o.Logger == nil {
@@ -163,7 +171,7 @@ func (o *Options) defaults() {
 		o.SweepInterval = 30 * time.Second
 	}
 	if o.ExecutingTimeout <= 0 {
-		o.ExecutingTimeout = 15 * time.Minute
+		o.ExecutingTimeout = DefaultExecutingTimeout
 	}
 }
 

@@ -19,6 +19,7 @@ import (
 	"github.com/toolgate/toolgate/internal/approvals"
 	"github.com/toolgate/toolgate/internal/auth"
 	"github.com/toolgate/toolgate/internal/secrets"
+	"github.com/toolgate/toolgate/internal/sources"
 	"github.com/toolgate/toolgate/internal/testenv"
 	"github.com/toolgate/toolgate/internal/validation"
 )
@@ -673,7 +674,7 @@ func TestStuckExecutionIsSettledNotRerun(t *testing.T) {
 		t.Fatalf("status %s, want still executing", s)
 	}
 	// The replica that claimed it dies; the bound passes.
-	if _, err := f.store.DB().ExecContext(f.ctx, `UPDATE approvals SET executed_at = now() - interval '16 minutes' WHERE id = $1`, a.ID); err != nil {
+	if _, err := f.store.DB().ExecContext(f.ctx, `UPDATE approvals SET executed_at = now() - interval '26 minutes' WHERE id = $1`, a.ID); err != nil {
 		t.Fatal(err)
 	}
 	if err := f.b.Sweep(f.ctx); err != nil {
@@ -854,5 +855,61 @@ func TestSubscribeHearsOtherReplicas(t *testing.T) {
 	}
 	f.a.Close()
 	for range otherWS {
+	}
+}
+
+func TestApprovedButNeverRunExpires(t *testing.T) {
+	f := newFixture(t)
+	a := f.request(f.a)
+	if _, err := f.a.Decide(f.ctx, f.org.ID, f.ws.ID, a.ID, f.owner, true, ""); err != nil {
+		t.Fatal(err)
+	}
+	// Within its time to live an approved request waits for its caller.
+	if err := f.b.Sweep(f.ctx); err != nil {
+		t.Fatal(err)
+	}
+	if s := f.rawStatus(a.ID); s != "approved" {
+		t.Fatalf("status %s, want still approved", s)
+	}
+	// Nobody claims it before it expires: the sweep ends it.
+	if _, err := f.store.DB().ExecContext(f.ctx, `UPDATE approvals SET requested_at = now() - interval '2 hours',
+		expires_at = now() - interval '1 second' WHERE id = $1`, a.ID); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.b.Sweep(f.ctx); err != nil {
+		t.Fatal(err)
+	}
+	if s := f.rawStatus(a.ID); s != "expired" {
+		t.Fatalf("status %s, want expired", s)
+	}
+	got, err := f.a.Get(f.ctx, f.org.ID, f.ws.ID, a.ID)
+	if err != nil || got.Status != approvals.Expired || got.DecidedAt == nil {
+		t.Errorf("get: %v %+v, want expired and still showing its decision", err, got)
+	}
+	if _, claimed, _, err := f.a.Claim(f.ctx, f.org.ID, a.ID); claimed || err != nil {
+		t.Errorf("claim after expiry: %v, %v; want nothing to run", claimed, err)
+	}
+}
+
+func TestApprovedButNeverRunExpiresOnRead(t *testing.T) {
+	f := newFixture(t)
+	a := f.request(f.a)
+	if _, err := f.a.Decide(f.ctx, f.org.ID, f.ws.ID, a.ID, f.owner, true, ""); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.store.DB().ExecContext(f.ctx, `UPDATE approvals SET requested_at = now() - interval '2 hours',
+		expires_at = now() - interval '1 second' WHERE id = $1`, a.ID); err != nil {
+		t.Fatal(err)
+	}
+	// Before any sweep, reading it marks it expired.
+	if got, err := f.a.Get(f.ctx, f.org.ID, f.ws.ID, a.ID); err != nil || got.Status != approvals.Expired {
+		t.Errorf("get: %v %+v, want expired", err, got)
+	}
+}
+
+func TestDefaultExecutingTimeoutOutlastsASourcesTimeouts(t *testing.T) {
+	longest := 2 * sources.MaxTimeoutSeconds * time.Second
+	if approvals.DefaultExecutingTimeout <= longest {
+		t.Errorf("DefaultExecutingTimeout %v, not longer than a source's connect and call timeouts (%v)", approvals.DefaultExecutingTimeout, longest)
 	}
 }

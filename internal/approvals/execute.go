@@ -121,7 +121,9 @@ func (s *Service) sweepLoop() {
 // stuckBatch is how many stuck executions one sweep settles.
 const stuckBatch = 100
 
-// Sweep marks every overdue pending request expired and settles requests
+// Sweep marks every overdue pending request expired, and every approved
+// one nobody ran before its expiry (an approval is not kept forever for a
+// caller who never comes back), and settles requests
 // stuck in executing longer than [Options.ExecutingTimeout] with an error
 // result saying [StoppedMessage]; they never run a second time. Every
 // replica sweeps; the updates are conditional, so they never collide.

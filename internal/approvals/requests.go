@@ -84,7 +84,7 @@ func (in NewRequest) check() error {
 }
 
 // Get loads one request of a workspace, marking it expired first if it is
-// pending past its expiry. Another organization's or workspace's id is
+// pending past its expiry, or approved and nobody ran it before then. Another organization's or workspace's id is
 // db.ErrNotFound.
 func (s *Service) Get(ctx context.Context, orgID, wsID int64, id string) (Approval, error) {
 	a, err := s.load(ctx, orgID, id)
@@ -98,14 +98,14 @@ func (s *Service) Get(ctx context.Context, orgID, wsID int64, id string) (Approv
 }
 
 // load reads a request of an organization, in any of its workspaces, and
-// expires it lazily.
+// expires it lazily (pending, or approved and never run, past its expiry).
 func (s *Service) load(ctx context.Context, orgID int64, id string) (Approval, error) {
 	row, err := s.store.Approval(ctx, orgID, id)
 	if err != nil {
 		return Approval{}, err
 	}
 	a := fromRow(row)
-	if a.Status != Pending || time.Now().Before(a.ExpiresAt) {
+	if a.Status != Pending && a.Status != Approved || time.Now().Before(a.ExpiresAt) {
 		return a, nil
 	}
 	expired, err := s.store.ExpireApproval(ctx, orgID, id)

@@ -161,8 +161,7 @@ func (g *Gateway) settle(ctx context.Context, c Caller, a approvals.Approval, pr
 		rec.Outcome, rec.Error = audit.OutcomeDenied, text
 		return errorResult(text), nil
 	case approvals.Expired:
-		text := fmt.Sprintf("Nobody decided on this call to %s in time: approval %s expired at %s, and nothing ran. Call again to ask anew.",
-			a.Tool, a.ID, a.ExpiresAt.UTC().Format(time.RFC3339))
+		text := expiredText(a)
 		rec.Outcome, rec.Error = audit.OutcomeExpired, text
 		return errorResult(text), nil
 	case approvals.Approved:
@@ -246,7 +245,11 @@ func (g *Gateway) runApproved(ctx context.Context, a approvals.Approval, args js
 		cancel()
 	}
 	if err != nil {
+		// The runner still gets the result it waited for; only later
+		// readers see what the store holds (the sweep's "stopped" outcome
+		// when it settled the request first).
 		g.opts.Logger.Error("store approved call result", "approval", a.ID, "error", err.Error())
+		res = withNote(res, fmt.Sprintf("Note: toolgate could not store this result with approval %s; asking for it later will not return it, so keep it now.", a.ID))
 	}
 	g.record(*rec)
 	return res
@@ -379,6 +382,18 @@ func (g *Gateway) pendingResult(c Caller, a approvals.Approval, status string) *
 		}
 	}
 	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: text}}, StructuredContent: p}
+}
+
+// expiredText says a request expired: undecided, or approved but not run
+// before its expiry.
+func expiredText(a approvals.Approval) string {
+	at := a.ExpiresAt.UTC().Format(time.RFC3339)
+	if a.DecidedAt != nil {
+		return fmt.Sprintf("This call to %s was approved, but nobody ran it before approval %s expired at %s, so it will not run. Call again to ask anew.",
+			a.Tool, a.ID, at)
+	}
+	return fmt.Sprintf("Nobody decided on this call to %s in time: approval %s expired at %s, and nothing ran. Call again to ask anew.",
+		a.Tool, a.ID, at)
 }
 
 // deniedByText says who refused a held call, and why when they said.

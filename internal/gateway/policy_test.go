@@ -554,3 +554,28 @@ func TestApprovalRefusedWhenItsSourceWasRecreated(t *testing.T) {
 		t.Errorf("second resume: %v %s", err, text(res))
 	}
 }
+
+func TestApprovalApprovedButNotRunInTimeExpires(t *testing.T) {
+	e, api, ns := itemsEnv(t, shortWait)
+	e.holdCreate(ns)
+	ctx := context.Background()
+	c := e.a.memberCaller()
+	p := pendingOf(t, e.call(c, ns+"createItem", `{"body": {"name": "kettle", "count": 2}}`))
+	if _, err := e.held.Decide(ctx, e.a.org.ID, e.a.ws.ID, p.ApprovalID, e.a.ownerDecider(), true, ""); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.store.DB().ExecContext(ctx, `UPDATE approvals SET requested_at = now() - interval '2 hours',
+		expires_at = now() - interval '1 second' WHERE id = $1`, p.ApprovalID); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.held.Sweep(ctx); err != nil {
+		t.Fatal(err)
+	}
+	res, err := e.gw.Resume(ctx, c, p.ApprovalID, "", nil, nil)
+	if err != nil || !res.IsError || !strings.Contains(text(res), "was approved, but nobody ran it before approval "+p.ApprovalID+" expired") {
+		t.Fatalf("resume after expiry: %v %s", err, text(res))
+	}
+	if posts := api.posts(); len(posts) != 0 {
+		t.Errorf("an expired approval ran: %q", posts)
+	}
+}
