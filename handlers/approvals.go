@@ -13,10 +13,12 @@ import (
 	"time"
 
 	"github.com/labstack/echo/v4"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/toolgate/toolgate/db"
 	"github.com/toolgate/toolgate/internal/approvals"
 	"github.com/toolgate/toolgate/internal/auth"
+	"github.com/toolgate/toolgate/internal/gateway"
 	"github.com/toolgate/toolgate/internal/validation"
 	viewapprovals "github.com/toolgate/toolgate/views/approvals"
 	"github.com/toolgate/toolgate/views/layout"
@@ -37,6 +39,7 @@ func (s *Server) approvalRoutes(ws *echo.Group) {
 	ws.GET("/:id", s.approvalPage)
 	ws.POST("/:id/approve", s.decideApproval(true), requireRole(auth.Member))
 	ws.POST("/:id/deny", s.decideApproval(false), requireRole(auth.Member))
+	ws.POST("/:id/run", s.runApproval, requireRole(auth.Member))
 }
 
 // apiApprovalRoutes are the approval API of a workspace, with the same
@@ -152,13 +155,100 @@ func (s *Server) approvalPage(c echo.Context) error {
 		return err
 	}
 	d := viewapprovals.Detail{ListURL: approvalsURL(c), FragmentURL: self, Card: cards[0]}
+	if d.Run, err = s.approvalRun(c, a, self); err != nil {
+		return err
+	}
+	return s.renderApproval(c, d, a)
+}
+
+// renderApproval answers htmx with the request's body and anyone else
+// with its page.
+func (s *Server) renderApproval(c echo.Context, d viewapprovals.Detail, a approvals.Approval) error {
 	if isHTMX(c) {
 		return render(c, http.StatusOK, viewapprovals.RequestBody(d))
 	}
+	var err error
 	if d.Meta, err = s.meta(c, "Approval: "+a.Tool, "approvals"); err != nil {
 		return err
 	}
 	return render(c, http.StatusOK, viewapprovals.Request(d))
+}
+
+// isRequester reports whether the signed-in person asked for a: only they
+// may run it, and see its result, for it runs as them.
+func isRequester(c echo.Context, a approvals.Approval) bool {
+	return a.UserID != nil && *a.UserID == mustUser(c).ID
+}
+
+// approvalRun is the requester's part of a request's page: Run now while
+// approved (members and above; viewers cannot run tools), the stored
+// outcome once executed; nil for everyone else.
+func (s *Server) approvalRun(c echo.Context, a approvals.Approval, self string) (*viewapprovals.Run, error) {
+	if !isRequester(c, a) {
+		return nil, nil
+	}
+	switch a.Status {
+	case approvals.Approved:
+		if !roleOf(c).AtLeast(auth.Member) {
+			return nil, nil
+		}
+		return &viewapprovals.Run{CanRun: true, Action: self + "/run", CSRF: csrfToken(c)}, nil
+	case approvals.Executed:
+		b, err := s.approvals.Result(c.Request().Context(), orgOf(c).ID, a.ID)
+		if err != nil {
+			return nil, err
+		}
+		var res mcp.CallToolResult
+		if err := json.Unmarshal(b, &res); err != nil {
+			return nil, fmt.Errorf("read the result of approval %s: %w", a.ID, err)
+		}
+		r := tryResult(&res, 0)
+		r.Duration = "" // not known for a stored result
+		return &viewapprovals.Run{Result: r}, nil
+	}
+	return nil, nil
+}
+
+// runApproval runs the signed-in person's approved call through the
+// gateway, as an agent resuming it would (once, with the approved
+// arguments), and shows the outcome on the request's page. Someone
+// else's request is not found: it would run with its requester's
+// credentials.
+func (s *Server) runApproval(c echo.Context) error {
+	a, err := s.approvalOf(c)
+	if err != nil {
+		return err
+	}
+	if !isRequester(c, a) {
+		return db.ErrNotFound
+	}
+	started := time.Now()
+	res, err := s.gateway.Resume(c.Request().Context(), consoleCaller(c), a.ID, "", nil, nil)
+	var nf *gateway.ApprovalNotFoundError
+	switch {
+	case errors.As(err, &nf):
+		return db.ErrNotFound
+	case err != nil:
+		return fmt.Errorf("run approval %s: %w", a.ID, err)
+	}
+	self := paths.Approval(orgOf(c).Slug, workspaceOf(c).Slug, a.ID)
+	if a, err = s.approvalOf(c); err != nil {
+		return err
+	}
+	cards, err := s.approvalCards(c, []approvals.Approval{a}, self)
+	if err != nil {
+		return err
+	}
+	d := viewapprovals.Detail{ListURL: approvalsURL(c), FragmentURL: self, Card: cards[0],
+		Run: &viewapprovals.Run{Result: tryResult(res, time.Since(started))}}
+	if d.Run.Result.Held != nil {
+		// Not run by this request (still pending, or running elsewhere):
+		// the page shows where it stands.
+		if d.Run, err = s.approvalRun(c, a, self); err != nil {
+			return err
+		}
+	}
+	return s.renderApproval(c, d, a)
 }
 
 // approvalCards builds the cards of requests for the signed-in person:

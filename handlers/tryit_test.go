@@ -282,3 +282,69 @@ func TestTryItPolicies(t *testing.T) {
 		t.Errorf("allowed call: %s", excerpt(res.body))
 	}
 }
+
+func TestTryItHeldCallRunsFromItsApprovalPage(t *testing.T) {
+	f := newFixture(t, peerVars)
+	f.allowAll("acme")
+	owner := tokenClient(t, f.env, "owner@acme.test")
+	pets := newPetsUpstream(t)
+	createSource(t, owner, wsSources, map[string]any{"name": "Pets", "type": "openapi",
+		"config": map[string]any{"spec": json.RawMessage(fmt.Sprintf(petsSpec, pets.URL))}}, http.StatusCreated)
+	f.policy("acme", true, db.PolicyFields{SelectorType: "pattern", Selector: "pets.get_pet", Condition: `args.id == "9"`,
+		Effect: "require_approval", Note: "pet 9 is special"})
+
+	res := f.member.post(petTry, url.Values{"arguments": {`{"id": "9"}`}}, true)
+	link := regexp.MustCompile(`href="(/o/acme/w/default/approvals/apr_[a-z0-9]+)" data-testid="try-approval-link"`).FindStringSubmatch(res.body)
+	if res.status != http.StatusOK || link == nil || !strings.Contains(res.body, "Run now") {
+		t.Fatalf("held call: %d %s", res.status, excerpt(res.body))
+	}
+	page := link[1]
+	// Pending: nothing to run yet.
+	if res := f.member.get(page); res.status != http.StatusOK || strings.Contains(res.body, `data-testid="run-now"`) {
+		t.Errorf("pending page: %d, run-now shown %v", res.status, strings.Contains(res.body, `data-testid="run-now"`))
+	}
+	if res := f.owner.post(page+"/approve", url.Values{"back": {page}}, false); res.status != http.StatusSeeOther {
+		t.Fatalf("approve: %d %s", res.status, excerpt(res.body))
+	}
+	// Only the requester sees Run now, and only they may run it: it runs
+	// as them, with their credentials.
+	if res := f.member.get(page); !strings.Contains(res.body, `data-testid="run-now"`) {
+		t.Errorf("the requester's approved page has no Run now: %s", excerpt(res.body))
+	}
+	for _, who := range []string{"owner", "admin", "viewer", "outsider"} {
+		if res := f.as(who).get(page); strings.Contains(res.body, `data-testid="run-now"`) {
+			t.Errorf("%s sees Run now", who)
+		}
+	}
+	for who, want := range map[string]int{"owner": 404, "admin": 404, "viewer": 403, "outsider": 404} {
+		if res := f.as(who).post(page+"/run", nil, true); res.status != want {
+			t.Errorf("%s runs it: %d, want %d", who, res.status, want)
+		}
+	}
+	if got := pets.calls(); len(got) != 0 {
+		t.Fatalf("someone else's run reached the upstream: %v", got)
+	}
+
+	res = f.member.post(page+"/run", nil, true)
+	if res.status != http.StatusOK || !strings.Contains(res.body, `data-testid="try-outcome">ok<`) || !strings.Contains(res.body, `&#34;name&#34;: &#34;Rex&#34;`) ||
+		!strings.Contains(res.body, `data-status="executed"`) || strings.Contains(res.body, `data-testid="run-now"`) {
+		t.Fatalf("run now: %d %s", res.status, excerpt(res.body))
+	}
+	if got := pets.calls(); len(got) != 1 || got[0] != "/pets/9" {
+		t.Errorf("the upstream saw %v", got)
+	}
+	// Running again runs nothing: the stored result.
+	if res := f.member.post(page+"/run", nil, false); res.status != http.StatusOK || !strings.Contains(res.body, `&#34;name&#34;: &#34;Rex&#34;`) {
+		t.Errorf("second run: %d %s", res.status, excerpt(res.body))
+	}
+	if got := pets.calls(); len(got) != 1 {
+		t.Errorf("the upstream saw %v after a second run", got)
+	}
+	// The stored result is the requester's alone.
+	if res := f.member.get(page); !strings.Contains(res.body, `data-testid="try-result"`) || !strings.Contains(res.body, `&#34;name&#34;: &#34;Rex&#34;`) {
+		t.Errorf("the requester's executed page lacks the result: %s", excerpt(res.body))
+	}
+	if res := f.owner.get(page); res.status != http.StatusOK || strings.Contains(res.body, `data-testid="try-result"`) || strings.Contains(res.body, "Rex") {
+		t.Errorf("the owner sees the requester's result: %d", res.status)
+	}
+}

@@ -8,10 +8,14 @@ import (
 	"time"
 
 	"github.com/toolgate/toolgate/views/layout"
+	"github.com/toolgate/toolgate/views/tools"
 )
 
 // BodyID is the list region that re-fetches itself on each approval event.
 const BodyID = "approvals-body"
+
+// RunID is the requester's Run now section of a request's page.
+const RunID = "approval-run"
 
 // CardID is the element id of one request's card.
 func CardID(id string) string { return "approval-" + id }
@@ -96,6 +100,19 @@ type Detail struct {
 	// FragmentURL keeps the page live, as on the list.
 	FragmentURL string
 	Card        Card
+	// Run is set for the person who asked for the call: the Run now form
+	// of an approved request, or the outcome of an executed one.
+	Run *Run
+}
+
+// Run is the requester's part of a request's page.
+type Run struct {
+	// CanRun shows the Run now button (the request is approved).
+	CanRun bool
+	Action string
+	CSRF   string
+	// Result is the call's outcome, once it ran.
+	Result *tools.TryResult
 }
 
 // Statuses are the tabs in order; "" is every request.
