@@ -21,8 +21,9 @@ import (
 // happen even when the caller has gone.
 const finishTimeout = 30 * time.Second
 
-// ApprovalNotFoundError is an approval id the caller's workspace does not
-// hold (unknown, or another workspace's or organization's).
+// ApprovalNotFoundError is an approval id the caller may not resume:
+// unknown, another workspace's or organization's, or another person's
+// request (it would run with their credentials).
 type ApprovalNotFoundError struct{ ID string }
 
 func (e *ApprovalNotFoundError) Error() string {
@@ -415,7 +416,8 @@ func deniedByText(a approvals.Approval) string {
 // what the agent sent with the id (both may be empty, as get_approval
 // sends): a path that names another tool is refused, and arguments that
 // differ from the approved ones are said to have been ignored. An id the
-// caller's workspace does not hold is an [*ApprovalNotFoundError].
+// caller's workspace does not hold, or that another person asked for, is
+// an [*ApprovalNotFoundError].
 func (g *Gateway) Resume(ctx context.Context, c Caller, id, path string, args json.RawMessage, progress Progress) (*mcp.CallToolResult, error) {
 	if g.opts.Approvals == nil {
 		return nil, &ApprovalNotFoundError{ID: id}

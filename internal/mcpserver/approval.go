@@ -22,7 +22,7 @@ func (h *Handler) addGetApproval(s *mcp.Server) {
 	s.AddTool(&mcp.Tool{
 		Name:        GetApprovalTool,
 		Title:       "Get the outcome of a held call",
-		Description: "Outcome of a call held for a person's approval, by its approval_id: the tool's result once approved (it runs once), the refusal, or pending again.",
+		Description: "Outcome of a call you made that was held for a person's approval, by its approval_id: the tool's result once approved (it runs once), the refusal, or pending again.",
 		Annotations: &mcp.ToolAnnotations{IdempotentHint: true, OpenWorldHint: &falseVal},
 		InputSchema: json.RawMessage(`{"type":"object","properties":{"approval_id":{"type":"string","description":"the approval_id a held call returned (apr_...)"}},"required":["approval_id"],"additionalProperties":false}`),
 	}, h.getApproval)
@@ -49,7 +49,7 @@ func (h *Handler) resume(ctx context.Context, req *mcp.CallToolRequest, id, path
 	var nf *gateway.ApprovalNotFoundError
 	switch {
 	case errors.As(err, &nf):
-		res := toolError(nf.Error() + "; use the approval_id a held call of this workspace returned")
+		res := toolError(nf.Error() + "; use the approval_id a held call of yours (any of your keys in this workspace) returned")
 		res.StructuredContent = map[string]any{"error": "not_found", "approval_id": id}
 		return res, nil
 	case err != nil:
