@@ -120,6 +120,10 @@ func (g *Gateway) call(ctx context.Context, c Caller, path string, args json.Raw
 
 	// 6. Approval.
 	if d.Effect == policy.RequireApproval {
+		if c.NoHold {
+			rec.Outcome = ""
+			return nil, ErrWouldHold
+		}
 		return g.hold(ctx, c, &t, d, args, progress, rec)
 	}
 

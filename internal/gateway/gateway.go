@@ -12,6 +12,7 @@ package gateway
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -58,6 +59,11 @@ type Caller struct {
 	// once instead of waiting Options.ApprovalWait (the console, whose web
 	// requests cannot wait that long).
 	NoApprovalWait bool
+	// NoHold makes a call that would be held for approval return
+	// [ErrWouldHold] before anything is held or recorded, so a caller that
+	// cannot stream (the MCP endpoint's JSON fast path) can hand the call to
+	// one that can (progress while waiting, elicitation).
+	NoHold bool
 	// Ask, when set, lets the caller decide its own held call (the agent's
 	// client, through MCP elicitation). The gateway calls it only for a
 	// request whose rule allows self-approval and that the caller may
@@ -162,6 +168,10 @@ type InvalidArgumentsError struct {
 func (e *InvalidArgumentsError) Error() string {
 	return fmt.Sprintf("arguments for %s do not match its input schema:\n- %s", e.Path, strings.Join(e.Problems, "\n- "))
 }
+
+// ErrWouldHold is what a call with [Caller.NoHold] returns when a person
+// must approve it first; nothing was held, sent or recorded.
+var ErrWouldHold = errors.New("the call must be held for approval")
 
 // DefaultHTTPTimeout bounds an OpenAPI or GraphQL call when
 // [Options.HTTPTimeout] is 0.
