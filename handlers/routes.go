@@ -9,6 +9,7 @@ import (
 
 // routes is the route table.
 func (s *Server) routes(e *echo.Echo) {
+	e.Pre(s.mcpFirst)
 	e.Use(middleware.RequestID(), s.requestLog, middleware.Recover(), securityHeaders(), bodyLimit)
 
 	// Operations and assets: no session, no CSRF.
@@ -17,7 +18,9 @@ func (s *Server) routes(e *echo.Echo) {
 	e.GET("/static/*", s.static)
 	e.GET("/api/v1/openapi.json", s.openAPI)
 	if s.mcp != nil {
-		// The MCP endpoint authenticates API keys itself: no session, no CSRF.
+		// The MCP endpoint authenticates API keys itself: no session, no
+		// CSRF. mcpFirst serves it ahead of the router; the route stays in
+		// the table for the route checks.
 		e.Match([]string{"GET", "POST", "DELETE"}, "/mcp", echo.WrapHandler(s.mcp))
 	}
 

@@ -125,6 +125,22 @@ func (d *directServers) get(ctx context.Context, orgID, workspaceID int64) *mcp.
 	return ds.server
 }
 
+// tools is the name-to-tool map of a workspace's direct-mode server as
+// last synced, nil when this replica has none loaded.
+func (d *directServers) tools(workspaceID int64) map[string]gateway.Tool {
+	d.mu.Lock()
+	ds := d.by[workspaceID]
+	d.mu.Unlock()
+	if ds == nil {
+		return nil
+	}
+	ds.lastUsed.Store(time.Now().UnixNano())
+	if m := ds.tools.Load(); m != nil {
+		return *m
+	}
+	return nil
+}
+
 // syncAll brings every server with sessions up to date, and drops servers
 // nobody has used for a while.
 func (d *directServers) syncAll(ctx context.Context) {

@@ -172,40 +172,59 @@ func (h *Handler) describeTool(ctx context.Context, req *mcp.CallToolRequest) (*
 }
 
 func (h *Handler) callTool(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-	var in struct {
-		Path       string          `json:"path"`
-		Arguments  json.RawMessage `json:"arguments"`
-		ApprovalID string          `json:"approval_id"`
+	in, bad := parseCallTool(req.Params.Arguments)
+	if bad != nil {
+		return bad, nil
 	}
-	if err := json.Unmarshal(req.Params.Arguments, &in); err != nil || strings.TrimSpace(in.Path) == "" {
-		return toolError("path is required: a tool path from search_tools; arguments is an object"), nil
+	if in.ApprovalID != "" {
+		return h.resume(ctx, req, in.ApprovalID, in.Path, in.Arguments)
 	}
-	if id := strings.TrimSpace(in.ApprovalID); id != "" {
-		return h.resume(ctx, req, id, strings.TrimSpace(in.Path), in.Arguments)
-	}
-	return h.call(ctx, req, strings.TrimSpace(in.Path), in.Arguments)
+	return h.call(ctx, req, in.Path, in.Arguments)
 }
 
-// call runs one tool through the gateway and turns its refusals into tool
-// errors an agent can act on.
+// callToolInput is call_tool's arguments, trimmed.
+type callToolInput struct {
+	Path       string          `json:"path"`
+	Arguments  json.RawMessage `json:"arguments"`
+	ApprovalID string          `json:"approval_id"`
+}
+
+// parseCallTool reads call_tool's arguments, or the tool error that
+// refuses them.
+func parseCallTool(raw json.RawMessage) (callToolInput, *mcp.CallToolResult) {
+	var in callToolInput
+	if err := json.Unmarshal(raw, &in); err != nil || strings.TrimSpace(in.Path) == "" {
+		return in, toolError("path is required: a tool path from search_tools; arguments is an object")
+	}
+	in.Path, in.ApprovalID = strings.TrimSpace(in.Path), strings.TrimSpace(in.ApprovalID)
+	return in, nil
+}
+
+// call runs one tool through the gateway.
 func (h *Handler) call(ctx context.Context, req *mcp.CallToolRequest, path string, args json.RawMessage) (*mcp.CallToolResult, error) {
 	c, ok := callerOf(req.Extra)
 	if !ok {
 		return nil, errors.New("no caller")
 	}
 	res, err := h.opts.Gateway.Call(ctx, withElicitation(c.gatewayCaller(), req), path, args, progressOf(ctx, req))
+	return h.callOutcome(path, res, err), nil
+}
+
+// callOutcome turns a gateway call's refusals into tool errors an agent
+// can act on.
+func (h *Handler) callOutcome(path string, res *mcp.CallToolResult, err error) *mcp.CallToolResult {
 	var nf *gateway.NotFoundError
 	var inv *gateway.InvalidArgumentsError
 	switch {
 	case errors.As(err, &nf):
-		return notFound(nf), nil
+		return notFound(nf)
 	case errors.As(err, &inv):
-		return toolError(inv.Error()), nil
+		return toolError(inv.Error())
 	case err != nil:
 		h.log.Error("mcp: call", "tool", path, "error", err)
-		return toolError("toolgate could not run the call: " + err.Error()), nil
+		return toolError("toolgate could not run the call: " + err.Error())
 	}
-	return res, nil
+	return res
 }
 
 // progressOf relays upstream progress to the agent when it asked for it.

@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"slices"
@@ -36,6 +37,8 @@ type liveSession struct {
 	lastUsed  atomic.Int64
 	// touched is when the row's last_seen_at was last advanced.
 	touched atomic.Int64
+	// inflight are the calls the fast path is running.
+	inflight inflight
 }
 
 // touch advances the row's last_seen_at, at most once a minute.
@@ -82,6 +85,16 @@ func (s *sessions) serve(w http.ResponseWriter, r *http.Request) {
 			w.WriteHeader(http.StatusNoContent)
 			return
 		}
+		if r.Method == http.MethodPost && fastEligible(r) {
+			body, ok := readBody(w, r)
+			if !ok {
+				return
+			}
+			if s.fastCall(w, r, ls, c, body) {
+				return
+			}
+			r.Body = io.NopCloser(bytes.NewReader(body))
+		}
 		ls.transport.ServeHTTP(w, r)
 	}
 }
@@ -89,9 +102,8 @@ func (s *sessions) serve(w http.ResponseWriter, r *http.Request) {
 // open starts a session for an initialize request; any other request
 // without a session is answered statelessly, as the newest protocol would.
 func (s *sessions) open(w http.ResponseWriter, r *http.Request) {
-	body, err := io.ReadAll(r.Body)
-	if err != nil {
-		http.Error(w, "Bad Request: "+err.Error(), http.StatusRequestEntityTooLarge)
+	body, ok := readBody(w, r)
+	if !ok {
 		return
 	}
 	r.Body = io.NopCloser(bytes.NewReader(body))
@@ -111,6 +123,7 @@ func (s *sessions) open(w http.ResponseWriter, r *http.Request) {
 		transport: &mcp.StreamableServerTransport{SessionID: id},
 	}
 	ls.lastUsed.Store(time.Now().UnixNano())
+	var err error
 	ls.session, err = server.Connect(r.Context(), ls.transport, &mcp.ServerSessionOptions{})
 	if err != nil {
 		s.h.log.Error("mcp: connect session", "error", err)
@@ -137,6 +150,21 @@ func (s *sessions) open(w http.ResponseWriter, r *http.Request) {
 	if !sw.saved {
 		ls.session.Close()
 	}
+}
+
+// readBody reads a POST's body, or answers why it cannot.
+func readBody(w http.ResponseWriter, r *http.Request) ([]byte, bool) {
+	body, err := io.ReadAll(r.Body)
+	var tooBig *http.MaxBytesError
+	switch {
+	case errors.As(err, &tooBig):
+		http.Error(w, fmt.Sprintf("Request Entity Too Large: the body exceeds %d bytes", tooBig.Limit), http.StatusRequestEntityTooLarge)
+		return nil, false
+	case err != nil:
+		http.Error(w, "Bad Request: the body could not be read: "+err.Error(), http.StatusBadRequest)
+		return nil, false
+	}
+	return body, true
 }
 
 // isInitialize reports whether a POST body is (or holds) an initialize request.

@@ -1,0 +1,317 @@
+package mcpserver
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"strings"
+	"sync"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/toolgate/toolgate/internal/gateway"
+)
+
+// The fast path answers the request agents send most, one tools/call on a
+// live session, without the SDK's JSON-RPC machinery: the SDK spends more
+// CPU per call on its own streams, goroutines and 32 KiB decoder buffers
+// than the whole rest of the call. It decodes the request with the
+// standard library, runs the gateway's pipeline, and answers
+// application/json, which Streamable HTTP lets a server choose for any
+// request. The result is the same value the SDK path returns, marshalled
+// the same way.
+//
+// It takes only requests it can answer exactly as the SDK would, and
+// hands everything else to the session's SDK transport untouched:
+// batches, other methods, search_tools and describe_tool, get_approval,
+// a resume (approval_id), a progress token (progress needs a stream), a
+// client that does not accept application/json, the 2026-07-28 protocol's
+// per-request _meta or Mcp-Method headers, unknown fields, and a call a
+// person must approve (waiting sends progress and may elicit; the gateway
+// says so through [gateway.ErrWouldHold] before it holds or records
+// anything).
+
+// fastRequest is a JSON-RPC request; fastParams are tools/call's params.
+type fastRequest struct {
+	JSONRPC string          `json:"jsonrpc"`
+	ID      json.RawMessage `json:"id"`
+	Method  string          `json:"method"`
+	Params  json.RawMessage `json:"params"`
+}
+
+type fastParams struct {
+	Name      string                     `json:"name"`
+	Arguments json.RawMessage            `json:"arguments"`
+	Meta      map[string]json.RawMessage `json:"_meta"`
+}
+
+// cancelParams are notifications/cancelled's params.
+type cancelParams struct {
+	RequestID json.RawMessage `json:"requestId"`
+	Reason    string          `json:"reason"`
+}
+
+// inflight are a session's fast-path calls by request id, so that a
+// notifications/cancelled can stop one and a duplicate id is refused.
+type inflight struct {
+	mu    sync.Mutex
+	calls map[string]context.CancelFunc
+}
+
+func (f *inflight) add(id string, cancel context.CancelFunc) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.calls == nil {
+		f.calls = map[string]context.CancelFunc{}
+	}
+	if _, dup := f.calls[id]; dup {
+		return false
+	}
+	f.calls[id] = cancel
+	return true
+}
+
+func (f *inflight) done(id string) {
+	f.mu.Lock()
+	delete(f.calls, id)
+	f.mu.Unlock()
+}
+
+// cancel stops the call with id; false when no fast-path call has it.
+func (f *inflight) cancel(id string) bool {
+	f.mu.Lock()
+	cancel, ok := f.calls[id]
+	f.mu.Unlock()
+	if ok {
+		cancel()
+	}
+	return ok
+}
+
+// fastEligible reports whether the HTTP side of a session's POST allows
+// a JSON answer the SDK would not have to see.
+func fastEligible(r *http.Request) bool {
+	if r.Header.Get("Last-Event-ID") != "" || !acceptsJSON(r.Header.Values("Accept")) {
+		return false
+	}
+	if v := r.Header.Get("Mcp-Protocol-Version"); v >= "2026-07-28" {
+		return false
+	}
+	if ct := r.Header.Get("Content-Type"); ct != "" && !strings.HasPrefix(strings.ToLower(strings.TrimSpace(ct)), "application/json") {
+		return false
+	}
+	for name := range r.Header {
+		// Mcp-Method, Mcp-Name and Mcp-Param-* are checked against the body
+		// by the SDK.
+		if name == "Mcp-Method" || name == "Mcp-Name" || strings.HasPrefix(name, "Mcp-Param-") {
+			return false
+		}
+	}
+	return true
+}
+
+// acceptsJSON reports whether an Accept header allows application/json;
+// none at all does.
+func acceptsJSON(values []string) bool {
+	if len(values) == 0 {
+		return true
+	}
+	for _, v := range values {
+		for _, part := range strings.Split(v, ",") {
+			mt, _, _ := strings.Cut(part, ";")
+			switch strings.ToLower(strings.TrimSpace(mt)) {
+			case "application/json", "application/*", "*/*":
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// fastCall serves body, the POST of session ls by caller c, when it is a
+// request the fast path takes, and reports whether it did; when it did
+// not, nothing was written and the SDK serves the request.
+func (s *sessions) fastCall(w http.ResponseWriter, r *http.Request, ls *liveSession, c caller, body []byte) bool {
+	body = bytes.TrimSpace(body)
+	if len(body) == 0 || body[0] != '{' {
+		return false // empty, or a batch: the SDK answers
+	}
+	var req fastRequest
+	if !strictDecode(body, &req) || req.JSONRPC != "2.0" {
+		return false
+	}
+	if req.Method == "notifications/cancelled" && req.ID == nil {
+		return s.fastCancel(w, ls, req.Params)
+	}
+	id, ok := plainID(req.ID)
+	if !ok || req.Method != "tools/call" {
+		return false
+	}
+	var p fastParams
+	if !strictDecode(req.Params, &p) || !plainMeta(p.Meta) {
+		return false
+	}
+	path, args, refusal, ok := s.h.fastTarget(ls, p)
+	if !ok {
+		return false
+	}
+
+	ctx, cancel := context.WithCancel(r.Context())
+	defer cancel()
+	if !ls.inflight.add(id, cancel) {
+		writeRPCError(w, http.StatusBadRequest, req.ID, -32600, "duplicate in-flight request ID "+id)
+		return true
+	}
+	defer ls.inflight.done(id)
+
+	res := refusal
+	if res == nil {
+		gc := c.gatewayCaller()
+		gc.NoHold = true
+		var err error
+		res, err = s.h.opts.Gateway.Call(ctx, gc, path, args, nil)
+		if errors.Is(err, gateway.ErrWouldHold) {
+			return false
+		}
+		res = s.h.callOutcome(path, res, err)
+	}
+	if res.Content == nil {
+		res.Content = []mcp.Content{} // as the SDK: never "null"
+	}
+	result, err := json.Marshal(res)
+	if err != nil {
+		s.h.log.Error("mcp: encode result", "tool", path, "error", err)
+		writeRPCError(w, http.StatusOK, req.ID, -32603, "toolgate could not encode the tool's result")
+		return true
+	}
+	out := make([]byte, 0, len(result)+len(req.ID)+40)
+	out = append(out, `{"jsonrpc":"2.0","id":`...)
+	out = append(out, req.ID...)
+	out = append(out, `,"result":`...)
+	out = append(out, result...)
+	out = append(out, '}')
+	writeJSON(w, http.StatusOK, out)
+	return true
+}
+
+// fastTarget is the tool a fast-path tools/call names: the registry path
+// and arguments to run, or a refusal to answer as the SDK handler would;
+// ok false hands the request to the SDK.
+func (h *Handler) fastTarget(ls *liveSession, p fastParams) (path string, args json.RawMessage, refusal *mcp.CallToolResult, ok bool) {
+	switch ls.row.Mode {
+	case ModeDirect:
+		byName := h.direct.tools(ls.row.WorkspaceID)
+		if byName == nil {
+			return "", nil, nil, false
+		}
+		t, known := byName[p.Name]
+		if !known {
+			return "", nil, nil, false // get_approval, or unknown: the SDK answers
+		}
+		return t.Path, p.Arguments, nil, true
+	default:
+		if p.Name != "call_tool" {
+			return "", nil, nil, false
+		}
+		in, bad := parseCallTool(p.Arguments)
+		if bad != nil {
+			return "", nil, bad, true
+		}
+		if in.ApprovalID != "" {
+			return "", nil, nil, false // a resume may wait and stream
+		}
+		return in.Path, in.Arguments, nil, true
+	}
+}
+
+// fastCancel stops a fast-path call a notifications/cancelled names; one
+// it does not know goes to the SDK, which may be running it.
+func (s *sessions) fastCancel(w http.ResponseWriter, ls *liveSession, params json.RawMessage) bool {
+	var p cancelParams
+	if json.Unmarshal(params, &p) != nil {
+		return false
+	}
+	id, ok := plainID(p.RequestID)
+	if !ok || !ls.inflight.cancel(id) {
+		return false
+	}
+	w.WriteHeader(http.StatusAccepted)
+	return true
+}
+
+// strictDecode decodes one JSON value with no unknown fields and nothing
+// after it.
+func strictDecode(data []byte, v any) bool {
+	if len(data) == 0 {
+		return false
+	}
+	d := json.NewDecoder(bytes.NewReader(data))
+	d.DisallowUnknownFields()
+	if d.Decode(v) != nil {
+		return false
+	}
+	_, err := d.Token()
+	return err != nil // io.EOF: nothing follows
+}
+
+// plainID is a request id the fast path echoes back as it came: a string,
+// or an integer. It is returned in a canonical spelling for the
+// in-flight map.
+func plainID(raw json.RawMessage) (string, bool) {
+	if len(raw) == 0 {
+		return "", false
+	}
+	if raw[0] == '"' {
+		var s string
+		if json.Unmarshal(raw, &s) != nil {
+			return "", false
+		}
+		return "s:" + s, true
+	}
+	for i, b := range raw {
+		if !(b >= '0' && b <= '9' || b == '-' && i == 0) {
+			return "", false
+		}
+	}
+	if len(raw) > 19 || string(raw) == "-" {
+		return "", false
+	}
+	return "n:" + string(raw), true
+}
+
+// plainMeta reports whether a request's _meta asks nothing of the
+// transport: no progress token and no protocol fields.
+func plainMeta(meta map[string]json.RawMessage) bool {
+	for k := range meta {
+		if k == "progressToken" || strings.HasPrefix(k, "io.modelcontextprotocol/") {
+			return false
+		}
+	}
+	return true
+}
+
+func writeJSON(w http.ResponseWriter, status int, body []byte) {
+	h := w.Header()
+	h.Set("Content-Type", "application/json")
+	h.Set("Cache-Control", "no-cache, no-transform")
+	w.WriteHeader(status)
+	_, _ = w.Write(body)
+}
+
+// writeRPCError answers a JSON-RPC error for request id.
+func writeRPCError(w http.ResponseWriter, status int, id json.RawMessage, code int, message string) {
+	body, _ := json.Marshal(struct {
+		JSONRPC string          `json:"jsonrpc"`
+		ID      json.RawMessage `json:"id"`
+		Error   struct {
+			Code    int    `json:"code"`
+			Message string `json:"message"`
+		} `json:"error"`
+	}{JSONRPC: "2.0", ID: id, Error: struct {
+		Code    int    `json:"code"`
+		Message string `json:"message"`
+	}{code, message}})
+	writeJSON(w, status, body)
+}
