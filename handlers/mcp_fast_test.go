@@ -233,7 +233,9 @@ func TestMCPFastPathCancel(t *testing.T) {
 
 	s := openRaw(t, f.srv.URL+"/mcp", f.acmeKey.Key)
 	done := make(chan rawResponse, 1)
-	go func() { done <- s.call(41, "call_tool", map[string]any{"path": "slow.wait", "arguments": map[string]any{}}, nil) }()
+	go func() {
+		done <- s.call(41, "call_tool", map[string]any{"path": "slow.wait", "arguments": map[string]any{}}, nil)
+	}()
 	deadline := time.Now().Add(15 * time.Second)
 	for started.Load() == 0 {
 		if time.Now().After(deadline) {
