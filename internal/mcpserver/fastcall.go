@@ -5,9 +5,11 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"io"
 	"net/http"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -127,6 +129,30 @@ func acceptsJSON(values []string) bool {
 			}
 		}
 	}
+	return false
+}
+
+// fast serves a session's POST through the fast path when it can, and
+// reports whether it did; otherwise r is as it came, body included, for
+// the SDK.
+func (s *sessions) fast(w http.ResponseWriter, r *http.Request, c caller) bool {
+	id := r.Header.Get("Mcp-Session-Id")
+	if r.Method != http.MethodPost || id == "" || !fastEligible(r) {
+		return false
+	}
+	ls, err := s.find(r.Context(), id, c)
+	if err != nil {
+		return false // the session layer answers not found or unavailable
+	}
+	ls.lastUsed.Store(time.Now().UnixNano())
+	body, ok := readBody(w, r)
+	if !ok {
+		return true
+	}
+	if s.fastCall(w, r, ls, c, body) {
+		return true
+	}
+	r.Body = io.NopCloser(bytes.NewReader(body))
 	return false
 }
 

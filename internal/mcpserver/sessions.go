@@ -85,16 +85,6 @@ func (s *sessions) serve(w http.ResponseWriter, r *http.Request) {
 			w.WriteHeader(http.StatusNoContent)
 			return
 		}
-		if r.Method == http.MethodPost && fastEligible(r) {
-			body, ok := readBody(w, r)
-			if !ok {
-				return
-			}
-			if s.fastCall(w, r, ls, c, body) {
-				return
-			}
-			r.Body = io.NopCloser(bytes.NewReader(body))
-		}
 		ls.transport.ServeHTTP(w, r)
 	}
 }
