@@ -3,6 +3,7 @@ package mcppool_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -32,6 +33,18 @@ var richContent = []mcp.Content{
 	&mcp.AudioContent{Data: []byte("RIFF\x00\x01WAVE"), MIMEType: "audio/wav"},
 	&mcp.EmbeddedResource{Resource: &mcp.ResourceContents{URI: "test://doc/1", MIMEType: "text/plain", Text: "body"}},
 	&mcp.EmbeddedResource{Resource: &mcp.ResourceContents{URI: "test://blob/1", MIMEType: "application/octet-stream", Blob: []byte{0, 1, 2, 255}}},
+	&mcp.ResourceLink{URI: "test://doc/2", Name: "doc-2", Title: "Doc 2", Description: "a <linked> doc & more", MIMEType: "text/markdown",
+		Size: new(int64(42)), Meta: mcp.Meta{"k": "v"}, Annotations: &mcp.Annotations{Audience: []mcp.Role{"user"}, Priority: 0.5},
+		Icons: []mcp.Icon{{Source: "https://example.com/i.png", MIMEType: "image/png", Sizes: []string{"48x48"}}}},
+	&mcp.TextContent{Text: "ünïcödé \u2028 \"quoted\" <b>", Meta: mcp.Meta{"n": 1.5, "nested": map[string]any{"a": []any{true, nil}}}},
+}
+
+type progressIn struct {
+	Steps int `json:"steps"`
+}
+
+type bigIn struct {
+	Bytes int `json:"bytes"`
 }
 
 // goServer is an in-test go-sdk server with echo, sleep and rich tools.
@@ -48,7 +61,40 @@ func goServer() *mcp.Server {
 		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "slept"}}}, nil, nil
 	})
 	mcp.AddTool(s, &mcp.Tool{Name: "rich"}, func(context.Context, *mcp.CallToolRequest, struct{}) (*mcp.CallToolResult, any, error) {
-		return &mcp.CallToolResult{Content: richContent}, nil, nil
+		return &mcp.CallToolResult{Content: richContent, Meta: mcp.Meta{"trace": "t-1"}, StructuredContent: map[string]any{"n": 1.0, "list": []any{"a"}}}, nil, nil
+	})
+	mcp.AddTool(s, &mcp.Tool{Name: "fail"}, func(context.Context, *mcp.CallToolRequest, struct{}) (*mcp.CallToolResult, any, error) {
+		return nil, nil, errors.New("the tool failed on purpose")
+	})
+	mcp.AddTool(s, &mcp.Tool{Name: "big"}, func(_ context.Context, _ *mcp.CallToolRequest, in bigIn) (*mcp.CallToolResult, any, error) {
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: strings.Repeat("0123456789", in.Bytes/10)}}}, nil, nil
+	})
+	mcp.AddTool(s, &mcp.Tool{Name: "progress"}, func(ctx context.Context, req *mcp.CallToolRequest, in progressIn) (*mcp.CallToolResult, any, error) {
+		if token := req.Params.GetProgressToken(); token != nil {
+			for i := 1; i <= in.Steps; i++ {
+				_ = req.Session.NotifyProgress(ctx, &mcp.ProgressNotificationParams{ProgressToken: token, Progress: float64(i), Total: float64(in.Steps), Message: fmt.Sprintf("step %d", i)})
+			}
+		}
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "done"}}}, nil, nil
+	})
+	// asker asks the client things in the middle of the call and says
+	// what it answered.
+	mcp.AddTool(s, &mcp.Tool{Name: "asker"}, func(ctx context.Context, req *mcp.CallToolRequest, _ struct{}) (*mcp.CallToolResult, any, error) {
+		var said []string
+		if err := req.Session.Ping(ctx, nil); err != nil {
+			said = append(said, "ping: "+err.Error())
+		} else {
+			said = append(said, "ping: ok")
+		}
+		if roots, err := req.Session.ListRoots(ctx, nil); err != nil {
+			said = append(said, "roots: "+err.Error())
+		} else {
+			said = append(said, fmt.Sprintf("roots: %d", len(roots.Roots)))
+		}
+		if _, err := req.Session.CreateMessage(ctx, &mcp.CreateMessageParams{MaxTokens: 1}); err != nil {
+			said = append(said, "sampling: "+err.Error())
+		}
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: strings.Join(said, "; ")}}}, nil, nil
 	})
 	return s
 }
@@ -57,8 +103,14 @@ func goServer() *mcp.Server {
 // when set, wraps the handler.
 func serveHTTP(t testing.TB, wrap func(http.Handler) http.Handler) (*httptest.Server, *sources.MCPConfig) {
 	t.Helper()
+	return serveHTTPWith(t, nil, wrap)
+}
+
+// serveHTTPWith is serveHTTP with the handler's options.
+func serveHTTPWith(t testing.TB, opts *mcp.StreamableHTTPOptions, wrap func(http.Handler) http.Handler) (*httptest.Server, *sources.MCPConfig) {
+	t.Helper()
 	srv := goServer()
-	var h http.Handler = mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil)
+	var h http.Handler = mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, opts)
 	if wrap != nil {
 		h = wrap(h)
 	}

@@ -7,6 +7,11 @@
 // Results come back as the SDK's [mcp.CallToolResult], content untouched, so
 // text, image, audio and embedded resources pass through as the server sent
 // them. Upstream progress on a call is relayed to the caller's callback.
+//
+// The SDK connects, initializes and closes every session and carries the
+// calls of stdio and legacy SSE servers; on a streamable-HTTP session the
+// pool sends tools/call itself, which costs a fraction of the SDK's CPU
+// (see httpcall.go).
 package mcppool
 
 import (
@@ -170,6 +175,10 @@ type Pool struct {
 
 	wg      sync.WaitGroup // janitor, process reapers, session closers
 	janitor chan struct{}
+
+	// sdkCalls sends every tools/call through the SDK, for tests and
+	// benchmarks that compare the two paths.
+	sdkCalls bool
 }
 
 // New returns a pool; stop it with [Pool.Close].
@@ -261,31 +270,47 @@ func (p *Pool) do(ctx context.Context, r Request) (*mcp.CallToolResult, error) {
 
 // callOn runs the call on s with the call timeout and the progress relay.
 func (p *Pool) callOn(ctx context.Context, s *session, r Request, timeout time.Duration) (*mcp.CallToolResult, error) {
+	var token string
+	if r.Progress != nil {
+		token = "tg-" + strconv.FormatUint(p.nextToken.Add(1), 10)
+	}
+	cctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	var (
+		res *mcp.CallToolResult
+		err error
+	)
+	if s.lean != nil {
+		res, err = s.lean.call(cctx, r.Tool, r.Args, token, r.Progress)
+	} else {
+		res, err = p.callSDK(cctx, s, r, token)
+	}
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, fmt.Errorf("the call was cancelled: %w", context.Cause(ctx))
+		}
+		if cctx.Err() != nil {
+			return nil, &TimeoutError{What: fmt.Sprintf("tools/call %q", r.Tool), Limit: timeout, Call: true}
+		}
+		return nil, s.explain(err)
+	}
+	return res, nil
+}
+
+// callSDK runs the call through the SDK's client session; token, when
+// set, routes the call's progress through [Pool.relayProgress].
+func (p *Pool) callSDK(ctx context.Context, s *session, r Request, token string) (*mcp.CallToolResult, error) {
 	args := r.Args
 	if args == nil {
 		args = map[string]any{} // a nil map would go out as null
 	}
 	params := &mcp.CallToolParams{Name: r.Tool, Arguments: args}
-	if r.Progress != nil {
-		token := "tg-" + strconv.FormatUint(p.nextToken.Add(1), 10)
+	if token != "" {
 		p.progress.Store(token, r.Progress)
 		defer p.progress.Delete(token)
 		params.SetProgressToken(token)
 	}
-	errTimeout := &TimeoutError{What: fmt.Sprintf("tools/call %q", r.Tool), Limit: timeout, Call: true}
-	cctx, cancel := context.WithTimeoutCause(ctx, timeout, errTimeout)
-	defer cancel()
-	res, err := s.cs.CallTool(cctx, params)
-	if err != nil {
-		if cause := context.Cause(cctx); cause != nil && ctx.Err() == nil {
-			return nil, cause
-		}
-		if ctx.Err() != nil {
-			return nil, fmt.Errorf("the call was cancelled: %w", context.Cause(ctx))
-		}
-		return nil, s.explain(err)
-	}
-	return res, nil
+	return s.cs.CallTool(ctx, params)
 }
 
 // relayProgress hands a progress notification to the call that owns its token.

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/http"
 	"net/url"
 	"time"
 
@@ -39,6 +40,7 @@ type session struct {
 
 	// Set before ready closes.
 	cs         *mcp.ClientSession
+	lean       *httpCaller // tools/call without the SDK; nil for the SDK's path
 	proc       *stdioserver.Process
 	err        error
 	cancelConn context.CancelCauseFunc
@@ -305,7 +307,10 @@ func (p *Pool) connect(s *session, r Request, timeout time.Duration) {
 // dial connects s to the server r describes within timeout.
 func (s *session) dial(p *Pool, r Request, timeout time.Duration) error {
 	cfg := r.Config
-	var t mcp.Transport
+	var (
+		t      mcp.Transport
+		client *http.Client // for streamable-http and sse
+	)
 	switch cfg.Transport {
 	case sources.TransportStdio:
 		proc, err := startProcess(cfg, r.Auth)
@@ -323,7 +328,7 @@ func (s *session) dial(p *Pool, r Request, timeout time.Duration) error {
 		if r.Auth != nil {
 			headers, query = r.Auth.Headers, r.Auth.Query
 		}
-		client := netguard.Authorize(p.opts.HTTPClient(), cfg.URL, sources.Overlay(cfg.Headers, headers), query)
+		client = netguard.Authorize(p.opts.HTTPClient(), cfg.URL, sources.Overlay(cfg.Headers, headers), query)
 		if cfg.Transport == sources.TransportSSE {
 			t = &mcp.SSEClientTransport{Endpoint: cfg.URL, HTTPClient: client}
 		} else {
@@ -356,6 +361,9 @@ func (s *session) dial(p *Pool, r Request, timeout time.Duration) error {
 		return s.explainConnect(err)
 	}
 	s.cs, s.cancelConn = cs, cancel
+	if cfg.Transport == sources.TransportStreamableHTTP && !p.sdkCalls {
+		s.lean = newHTTPCaller(p.ctx, client, cfg.URL, cs)
+	}
 	return nil
 }
 

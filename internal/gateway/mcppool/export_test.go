@@ -1,0 +1,19 @@
+package mcppool
+
+// SetSDKCalls makes p send every tools/call through the SDK, as it did
+// before the lean path, so tests and benchmarks can compare the two. Call
+// it before p's first call.
+func SetSDKCalls(p *Pool) { p.sdkCalls = true }
+
+// LeanSessions counts p's open sessions whose calls take the lean path.
+func LeanSessions(p *Pool) int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	n := 0
+	for _, s := range p.sessions {
+		if s.isReady() && s.err == nil && s.lean != nil {
+			n++
+		}
+	}
+	return n
+}
