@@ -106,10 +106,24 @@ const toolCallSelect = `SELECT t.id, t.org_id, t.workspace_id, t.key_id, k.name 
 // how many it wrote. Rows of a workspace deleted meanwhile are skipped (its
 // calls would be deleted with it), and a key or user deleted meanwhile is
 // left out of its row, so one stale row does not fail the batch.
+//
+// tool_calls has no foreign keys (they checked every row apart): the
+// statement locks each workspace, key and user the batch names once, as
+// the checks did, so a deletion waits for the batch and its triggers then
+// see the batch's rows (migration 00014).
 func (s *Store) InsertToolCalls(ctx context.Context, calls []NewToolCall) (int64, error) {
 	if len(calls) == 0 {
 		return 0, nil
 	}
+	tag, err := s.pool.Exec(ctx, insertToolCalls, toolCallColumns(calls)...)
+	if err != nil {
+		return 0, err
+	}
+	return tag.RowsAffected(), nil
+}
+
+// toolCallColumns are insertToolCalls' arguments: one array per column.
+func toolCallColumns(calls []NewToolCall) []any {
 	n := len(calls)
 	var (
 		orgs, workspaces = make([]int64, n), make([]int64, n)
@@ -139,23 +153,30 @@ func (s *Store) InsertToolCalls(ctx context.Context, calls []NewToolCall) (int64
 			approvals[i] = &id
 		}
 	}
-	tag, err := s.pool.Exec(ctx, `INSERT INTO tool_calls (org_id, workspace_id, key_id, user_id, via, tool, source_id,
-			arguments, outcome, error, upstream_status, started_at, duration_us, approval_id)
-		SELECT r.org_id, r.workspace_id, k.id, u.id, r.via, r.tool, r.source_id,
-			r.arguments, r.outcome, r.error, r.upstream_status, r.started_at, r.duration_us, r.approval_id
-		FROM unnest($1::bigint[], $2::bigint[], $3::bigint[], $4::bigint[], $5::text[], $6::text[], $7::text[],
+	return []any{orgs, workspaces, keys, users, via, tool, src, args, outcome, errs, status, started, duration, approvals}
+}
+
+// insertToolCalls takes the rows as one array per column.
+const insertToolCalls = `WITH r AS (
+		SELECT * FROM unnest($1::bigint[], $2::bigint[], $3::bigint[], $4::bigint[], $5::text[], $6::text[], $7::text[],
 			$8::jsonb[], $9::text[], $10::text[], $11::int[], $12::timestamptz[], $13::bigint[], $14::text[])
 			AS r(org_id, workspace_id, key_id, user_id, via, tool, source_id, arguments, outcome, error,
 				upstream_status, started_at, duration_us, approval_id)
-		JOIN workspaces w ON w.id = r.workspace_id AND w.org_id = r.org_id
-		LEFT JOIN api_keys k ON k.id = r.key_id AND k.workspace_id = r.workspace_id
-		LEFT JOIN users u ON u.id = r.user_id`,
-		orgs, workspaces, keys, users, via, tool, src, args, outcome, errs, status, started, duration, approvals)
-	if err != nil {
-		return 0, err
-	}
-	return tag.RowsAffected(), nil
-}
+	), w AS (
+		SELECT id, org_id FROM workspaces WHERE id IN (SELECT workspace_id FROM r) FOR KEY SHARE
+	), k AS (
+		SELECT id, workspace_id FROM api_keys WHERE id IN (SELECT key_id FROM r) FOR KEY SHARE
+	), u AS (
+		SELECT id FROM users WHERE id IN (SELECT user_id FROM r) FOR KEY SHARE
+	)
+	INSERT INTO tool_calls (org_id, workspace_id, key_id, user_id, via, tool, source_id,
+		arguments, outcome, error, upstream_status, started_at, duration_us, approval_id)
+	SELECT r.org_id, r.workspace_id, k.id, u.id, r.via, r.tool, r.source_id,
+		r.arguments, r.outcome, r.error, r.upstream_status, r.started_at, r.duration_us, r.approval_id
+	FROM r
+	JOIN w ON w.id = r.workspace_id AND w.org_id = r.org_id
+	LEFT JOIN k ON k.id = r.key_id AND k.workspace_id = r.workspace_id
+	LEFT JOIN u ON u.id = r.user_id`
 
 // ToolCalls lists a workspace's calls, newest first, a page at a time.
 func (s *Store) ToolCalls(ctx context.Context, orgID, workspaceID int64, f ToolCallFilter) (ToolCallPage, error) {
