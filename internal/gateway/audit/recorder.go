@@ -89,16 +89,22 @@ type Stats struct {
 // Recorder writes audit rows in batches from one goroutine, so a call never
 // waits on the database: [Recorder.Record] appends to a bounded queue under
 // a mutex and returns. The writer inserts up to BatchSize rows at a time,
-// at most FlushInterval after the first of them arrived; when an insert
-// fails it keeps the rows and retries with exponential backoff, holding up
-// to MaxQueued rows and MaxQueuedBytes. [Recorder.Close] writes what is left.
+// at most FlushInterval after the first of them arrived: a full batch at
+// once, a partial one when its first row has waited FlushInterval, so that
+// rows arriving during an insert make one batch, not a stream of small
+// ones (an insert's own cost to PostgreSQL is that of about ten rows).
+// When an insert fails it keeps the rows and retries with exponential
+// backoff, holding up to MaxQueued rows and MaxQueuedBytes.
+// [Recorder.Close] writes what is left.
 type Recorder struct {
 	store Store
 	opts  Options
 	log   *slog.Logger
 
-	mu       sync.Mutex
-	queue    []db.NewToolCall
+	mu    sync.Mutex
+	queue []db.NewToolCall
+	// since is no later than the arrival of the queue's first row.
+	since    time.Time
 	inflight int
 	// held is the size of the queued and in-flight rows.
 	held   int
@@ -138,6 +144,9 @@ func (r *Recorder) Record(c Call) {
 		r.stats.Dropped++
 		r.mu.Unlock()
 		return
+	}
+	if len(r.queue) == 0 {
+		r.since = time.Now()
 	}
 	r.queue = append(r.queue, row)
 	r.held += size
@@ -220,10 +229,11 @@ func (r *Recorder) waitForBatch() bool {
 			return false
 		}
 	}
-	if r.queued() >= r.opts.BatchSize {
+	n, since := r.queuedSince()
+	if n >= r.opts.BatchSize {
 		return true
 	}
-	timer := time.NewTimer(r.opts.FlushInterval)
+	timer := time.NewTimer(time.Until(since.Add(r.opts.FlushInterval)))
 	defer timer.Stop()
 	for {
 		select {
@@ -247,11 +257,19 @@ func (r *Recorder) queued() int {
 	return len(r.queue)
 }
 
-// flush writes batches until the queue is empty, or one fails; then it
-// puts the batch's unwritten rows back in front and returns false.
+// queuedSince is how many rows are queued, and since when.
+func (r *Recorder) queuedSince() (int, time.Time) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return len(r.queue), r.since
+}
+
+// flush writes a batch, and more while a full one is queued (every row
+// once Close was called), or until one fails; then it puts the batch's
+// unwritten rows back in front and returns false.
 func (r *Recorder) flush() bool {
 	for {
-		batch := r.take()
+		batch, since := r.take()
 		if len(batch) == 0 {
 			return true
 		}
@@ -264,18 +282,25 @@ func (r *Recorder) flush() bool {
 		}
 		if err != nil {
 			r.queue = append(rest, r.queue...)
+			r.since = since
 			r.stats.Failures++
 			queued, dropped := len(r.queue), r.stats.Dropped
 			r.mu.Unlock()
 			r.log.Warn("audit write failed; retrying", "error", safeError(err), "queued", queued, "dropped", dropped)
 			return false
 		}
+		more := len(r.queue) >= r.opts.BatchSize || r.closed && len(r.queue) > 0
 		r.mu.Unlock()
+		if !more {
+			return true
+		}
 	}
 }
 
-// take moves up to BatchSize rows from the queue into the writer's hands.
-func (r *Recorder) take() []db.NewToolCall {
+// take moves up to BatchSize rows from the queue into the writer's hands,
+// with the time the first of them arrived by. Rows left in the queue keep
+// that time: they are due no later than it says.
+func (r *Recorder) take() ([]db.NewToolCall, time.Time) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	n := min(len(r.queue), r.opts.BatchSize)
@@ -286,7 +311,7 @@ func (r *Recorder) take() []db.NewToolCall {
 		r.queue = nil
 	}
 	r.inflight = n
-	return batch
+	return batch, r.since
 }
 
 // write inserts a batch in one statement. When the database refuses the

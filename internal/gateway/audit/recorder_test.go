@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -138,6 +139,66 @@ func TestRecorderBatches(t *testing.T) {
 	closeRecorder(t, r)
 }
 
+// gatedStore holds each insert until the test lets it through, and notes
+// the size of each batch.
+type gatedStore struct {
+	*db.Store
+	gate chan struct{}
+	mu   sync.Mutex
+	seen []int
+}
+
+func (s *gatedStore) InsertToolCalls(ctx context.Context, calls []db.NewToolCall) (int64, error) {
+	s.mu.Lock()
+	s.seen = append(s.seen, len(calls))
+	s.mu.Unlock()
+	select {
+	case <-s.gate:
+	case <-ctx.Done():
+		return 0, ctx.Err()
+	}
+	return s.Store.InsertToolCalls(ctx, calls)
+}
+
+func (s *gatedStore) batches() []int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.seen)
+}
+
+// TestRecorderBatchesRowsThatArriveDuringAnInsert: rows recorded while an
+// insert runs wait for their batch to fill (or for FlushInterval) instead
+// of following in a small insert of their own; Close writes a partial
+// batch at once.
+func TestRecorderBatchesRowsThatArriveDuringAnInsert(t *testing.T) {
+	tn := newTenant(t)
+	s := &gatedStore{Store: tn.store, gate: make(chan struct{})}
+	r := audit.New(s, audit.Options{BatchSize: 100, FlushInterval: time.Hour})
+	record := func(from, n int) {
+		for i := range n {
+			r.Record(tn.call(from + i))
+		}
+	}
+	record(0, 100) // a full batch goes at once
+	eventually(t, "the first insert", func() bool { return len(s.batches()) == 1 })
+	record(100, 30)
+	s.gate <- struct{}{}
+	eventually(t, "the first batch written", func() bool { return r.Stats().Written == 100 })
+	record(130, 70)
+	eventually(t, "the second insert", func() bool { return len(s.batches()) == 2 })
+	s.gate <- struct{}{}
+	eventually(t, "the second batch written", func() bool { return r.Stats().Written == 200 })
+	record(200, 1)
+	close(s.gate)
+	closeRecorder(t, r)
+	if got := s.batches(); !slices.Equal(got, []int{100, 100, 1}) {
+		t.Fatalf("inserts of %v rows; want 100, 100, then the last row at Close", got)
+	}
+	if got := tn.rows(t); got != 201 {
+		t.Fatalf("table holds %d rows, want 201", got)
+	}
+}
+
 // TestRecorderCloseFlushes: rows still queued at Close are written before it
 // returns, however long the flush interval; later rows are refused.
 func TestRecorderCloseFlushes(t *testing.T) {
@@ -189,7 +250,7 @@ func TestRecorderDoesNotWaitForASlowDatabase(t *testing.T) {
 	}
 	eventually(t, "an insert waiting on the lock", func() bool {
 		var waiting int
-		err := tn.store.DB().QueryRow(`SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE 'INSERT INTO tool_calls%'`).Scan(&waiting)
+		err := tn.store.DB().QueryRow(`SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE '%INSERT INTO tool_calls%'`).Scan(&waiting)
 		return err == nil && waiting > 0
 	})
 	if s := r.Stats(); s.Queued != 2000 || s.Written != 0 || s.Dropped != 0 {
