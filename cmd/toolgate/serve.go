@@ -70,7 +70,9 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer, getenv 
 	recorder := audit.New(a.store, audit.Options{Logger: a.log})
 	held := approvals.New(approvals.Options{Store: a.store, Ring: a.keys, Logger: a.log})
 	defer held.Close()
-	gw := a.gateway(recorder, held)
+	lookups := gateway.NewLookupCache(a.store, gateway.LookupCacheOptions{Logger: a.log})
+	defer lookups.Close()
+	gw := a.gateway(recorder, held, lookups)
 	mcpHandler := a.mcp(gw)
 	srv := &http.Server{
 		Handler:           a.handler(sessionStore, q, gw, mcpHandler, held),
@@ -110,10 +112,11 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer, getenv 
 }
 
 // gateway is the call pipeline /mcp and "Try it" share.
-func (a *app) gateway(rec gateway.Recorder, held *approvals.Service) *gateway.Gateway {
+func (a *app) gateway(rec gateway.Recorder, held *approvals.Service, lookups *gateway.LookupCache) *gateway.Gateway {
 	base := a.cfg.BaseURL.String()
 	return gateway.New(gateway.Options{
 		Recorder:             rec,
+		LookupCache:          lookups,
 		Store:                a.store,
 		Credentials:          a.credentials(nil),
 		Index:                a.searcher(),

@@ -31,16 +31,23 @@ type lookup struct {
 // starts as soon as the running one ends and serves every call that
 // arrived meanwhile. Each call so gets a result read after it arrived, and
 // a tool many sessions call at once costs one query per round, not one
-// per call.
+// per call. A [LookupCache] hit skips all this: its result may be older
+// than the call, but no change to it has been announced since.
 type lookups struct {
 	mu      sync.Mutex
 	running map[lookupKey]*lookup
 	next    map[lookupKey]*lookup
 }
 
-// callTool is Store.CallTool through the coalescing.
+// callTool is Store.CallTool served from the lookup cache when it can be
+// ([Options.LookupCache]), else through the coalescing.
 func (g *Gateway) callTool(ctx context.Context, c Caller, path string) (db.CallTool, error) {
 	k := lookupKey{c.OrgID, c.WorkspaceID, c.UserID, path}
+	if lc := g.opts.LookupCache; lc != nil {
+		if t, ok := lc.get(k); ok {
+			return t, nil
+		}
+	}
 	l := &g.lookups
 	l.mu.Lock()
 	cur := l.running[k]
@@ -81,9 +88,20 @@ func (g *Gateway) callTool(ctx context.Context, c Caller, path string) (db.CallT
 	}
 }
 
-// run performs f and publishes it.
+// run performs f, keeps what it found in the lookup cache, and publishes
+// it. The cache's epoch is taken before the read, so a change announced
+// while it runs keeps its result out of the cache.
 func (g *Gateway) run(ctx context.Context, k lookupKey, f *lookup) {
+	lc := g.opts.LookupCache
+	var fetched time.Time
+	var epoch uint64
+	if lc != nil {
+		fetched, epoch = lc.begin()
+	}
 	f.tool, f.err = g.opts.Store.CallTool(ctx, k.org, k.workspace, k.user, k.path)
+	if lc != nil && f.err == nil {
+		lc.put(k, f.tool, fetched, epoch)
+	}
 	g.lookups.mu.Lock()
 	if g.lookups.running[k] == f {
 		delete(g.lookups.running, k)

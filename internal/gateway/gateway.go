@@ -84,6 +84,9 @@ type Options struct {
 	Index search.Index
 	// Recorder receives one row per call; nil records nothing.
 	Recorder Recorder
+	// LookupCache serves tool lookups from memory while it listens for
+	// the database's changes; nil reads the database on every call.
+	LookupCache *LookupCache
 	// AllowPrivateNetworks lets calls reach private and loopback upstreams.
 	AllowPrivateNetworks bool
 	// MaxResultBytes caps an upstream answer; 0 means DefaultMaxResultBytes.
