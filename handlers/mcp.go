@@ -26,6 +26,9 @@ func (s *Server) mcpFirst(next echo.HandlerFunc) echo.HandlerFunc {
 		start, w := time.Now(), c.Response()
 		defer func() {
 			if p := recover(); p != nil {
+				if p == http.ErrAbortHandler {
+					panic(p) // net/http's own way to abort a response
+				}
 				s.log.Error("mcp: panic", "panic", fmt.Sprint(p), "stack", string(debug.Stack()))
 				if !w.Committed {
 					http.Error(w, "toolgate failed to serve the request", http.StatusInternalServerError)

@@ -183,6 +183,19 @@ func TestMCPFastPath(t *testing.T) {
 		if r := search.post(`{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"call_tool","arguments":{"path":"notes.notes.get_note","arguments":{"id":2}}},"extra":1}`); !strings.HasPrefix(r.contentType, "text/event-stream") {
 			t.Fatalf("unknown field: %s %s", r.contentType, r.body)
 		}
+		// Keys spelled in another case mean nothing to the SDK, so they
+		// must not steer the fast path: no method is a response (202,
+		// nothing runs), and a "Name" beside "name" is not the tool.
+		before := len(f.api.requests())
+		if r := search.post(`{"jsonrpc":"2.0","id":8,"Method":"tools/call","params":{"name":"call_tool","arguments":{"path":"notes.notes.get_note","arguments":{"id":3}}}}`); r.status != http.StatusAccepted {
+			t.Fatalf(`"Method": %d %s %s`, r.status, r.contentType, r.body)
+		}
+		if r := search.post(`{"jsonrpc":"2.0","id":9,"method":"tools/call","params":{"name":"search_tools","Name":"call_tool","arguments":{"query":"note","path":"notes.notes.get_note","arguments":{"id":4}}}}`); !strings.HasPrefix(r.contentType, "text/event-stream") || strings.Contains(string(r.body), "note 4") {
+			t.Fatalf(`"Name": %s %s`, r.contentType, r.body)
+		}
+		if got := len(f.api.requests()); got != before {
+			t.Fatalf("case-mismatched requests reached the upstream: %v", f.api.requests()[before:])
+		}
 	})
 
 	t.Run("limits ahead of the router", func(t *testing.T) {
@@ -199,6 +212,14 @@ func TestMCPFastPath(t *testing.T) {
 		resp.Body.Close()
 		if resp.StatusCode != http.StatusMethodNotAllowed || resp.Header.Get("Allow") != "GET, POST, DELETE" {
 			t.Fatalf("PUT /mcp: %d %v", resp.StatusCode, resp.Header)
+		}
+	})
+
+	t.Run("unknown session", func(t *testing.T) {
+		gone := *search
+		gone.id = "0123456789abcdef0123456789abcdef"
+		if r := gone.call(10, "call_tool", map[string]any{"path": "notes.notes.get_note", "arguments": map[string]any{"id": 5}}, nil); r.status != http.StatusNotFound {
+			t.Fatalf("unknown session: %d %s", r.status, r.body)
 		}
 	})
 

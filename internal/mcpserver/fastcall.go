@@ -7,9 +7,9 @@ import (
 	"errors"
 	"io"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
-	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -140,11 +140,10 @@ func (s *sessions) fast(w http.ResponseWriter, r *http.Request, c caller) bool {
 	if r.Method != http.MethodPost || id == "" || !fastEligible(r) {
 		return false
 	}
-	ls, err := s.find(r.Context(), id, c)
-	if err != nil {
-		return false // the session layer answers not found or unavailable
+	ls, ok := s.lookup(w, r, id, c)
+	if !ok {
+		return true // answered: not found, or the database is unreachable
 	}
-	ls.lastUsed.Store(time.Now().UnixNano())
 	body, ok := readBody(w, r)
 	if !ok {
 		return true
@@ -165,7 +164,7 @@ func (s *sessions) fastCall(w http.ResponseWriter, r *http.Request, ls *liveSess
 		return false // empty, or a batch: the SDK answers
 	}
 	var req fastRequest
-	if !strictDecode(body, &req) || req.JSONRPC != "2.0" {
+	if !exactDecode(body, &req, "jsonrpc", "id", "method", "params") || req.JSONRPC != "2.0" {
 		return false
 	}
 	if req.Method == "notifications/cancelled" && req.ID == nil {
@@ -176,7 +175,7 @@ func (s *sessions) fastCall(w http.ResponseWriter, r *http.Request, ls *liveSess
 		return false
 	}
 	var p fastParams
-	if !strictDecode(req.Params, &p) || !plainMeta(p.Meta) {
+	if !exactDecode(req.Params, &p, "name", "arguments", "_meta") || !plainMeta(p.Meta) {
 		return false
 	}
 	path, args, refusal, ok := s.h.fastTarget(ls, p)
@@ -184,10 +183,13 @@ func (s *sessions) fastCall(w http.ResponseWriter, r *http.Request, ls *liveSess
 		return false
 	}
 
-	ctx, cancel := context.WithCancel(r.Context())
+	// As on the SDK path, a call runs to its end when the client goes
+	// away (an upstream write is not cut off halfway); only
+	// notifications/cancelled stops it.
+	ctx, cancel := context.WithCancel(context.WithoutCancel(r.Context()))
 	defer cancel()
 	if !ls.inflight.add(id, cancel) {
-		writeRPCError(w, http.StatusBadRequest, req.ID, -32600, "duplicate in-flight request ID "+id)
+		writeRPCError(w, http.StatusBadRequest, req.ID, -32600, "duplicate in-flight request ID "+string(req.ID))
 		return true
 	}
 	defer ls.inflight.done(id)
@@ -267,19 +269,21 @@ func (s *sessions) fastCancel(w http.ResponseWriter, ls *liveSession, params jso
 	return true
 }
 
-// strictDecode decodes one JSON value with no unknown fields and nothing
-// after it.
-func strictDecode(data []byte, v any) bool {
-	if len(data) == 0 {
+// exactDecode decodes a JSON object whose keys are all among keys,
+// spelled exactly: encoding/json matches field names regardless of case,
+// and the SDK does not, so a "Method" or "Name" the SDK would ignore must
+// not steer the fast path. Anything else is left to the SDK.
+func exactDecode(data []byte, v any, keys ...string) bool {
+	var fields map[string]json.RawMessage
+	if len(data) == 0 || json.Unmarshal(data, &fields) != nil {
 		return false
 	}
-	d := json.NewDecoder(bytes.NewReader(data))
-	d.DisallowUnknownFields()
-	if d.Decode(v) != nil {
-		return false
+	for k := range fields {
+		if !slices.Contains(keys, k) {
+			return false
+		}
 	}
-	_, err := d.Token()
-	return err != nil // io.EOF: nothing follows
+	return json.Unmarshal(data, v) == nil
 }
 
 // plainID is a request id the fast path echoes back as it came: a string,

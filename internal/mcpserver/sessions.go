@@ -69,17 +69,10 @@ func (s *sessions) serve(w http.ResponseWriter, r *http.Request) {
 	case id == "":
 		http.Error(w, "Bad Request: "+r.Method+" needs an Mcp-Session-Id header", http.StatusBadRequest)
 	default:
-		c := r.Context().Value(callerKey{}).(caller)
-		ls, err := s.find(r.Context(), id, c)
-		if errors.Is(err, db.ErrNotFound) {
-			http.Error(w, "Not Found: no such session; initialize a new one", http.StatusNotFound)
-			return
-		} else if err != nil {
-			s.h.log.Error("mcp: load session", "error", err)
-			http.Error(w, "toolgate cannot reach its database; try again shortly", http.StatusServiceUnavailable)
+		ls, ok := s.lookup(w, r, id, r.Context().Value(callerKey{}).(caller))
+		if !ok {
 			return
 		}
-		ls.lastUsed.Store(time.Now().UnixNano())
 		if r.Method == http.MethodDelete {
 			s.end(r.Context(), ls)
 			w.WriteHeader(http.StatusNoContent)
@@ -87,6 +80,22 @@ func (s *sessions) serve(w http.ResponseWriter, r *http.Request) {
 		}
 		ls.transport.ServeHTTP(w, r)
 	}
+}
+
+// lookup finds the session a request names for caller c, or answers why
+// there is none.
+func (s *sessions) lookup(w http.ResponseWriter, r *http.Request, id string, c caller) (*liveSession, bool) {
+	ls, err := s.find(r.Context(), id, c)
+	if errors.Is(err, db.ErrNotFound) {
+		http.Error(w, "Not Found: no such session; initialize a new one", http.StatusNotFound)
+		return nil, false
+	} else if err != nil {
+		s.h.log.Error("mcp: load session", "error", err)
+		http.Error(w, "toolgate cannot reach its database; try again shortly", http.StatusServiceUnavailable)
+		return nil, false
+	}
+	ls.lastUsed.Store(time.Now().UnixNano())
+	return ls, true
 }
 
 // open starts a session for an initialize request; any other request
