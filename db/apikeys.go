@@ -103,11 +103,13 @@ func (s *Store) RevokeAPIKey(ctx context.Context, orgID, workspaceID, id int64) 
 	return nil
 }
 
-// keyHooks are the functions a Store calls when it revokes a key.
-type keyHooks struct {
+// idHooks are functions a Store calls after a change commits, with the
+// id of what changed: a revoked key, or the organization whose tool
+// lookups changed.
+type idHooks struct {
 	mu   sync.Mutex
 	next int
-	fns  map[int]func(keyID int64)
+	fns  map[int]func(id int64)
 }
 
 // OnAPIKeyRevoked registers f to run each time this Store revokes a key,
@@ -115,7 +117,11 @@ type keyHooks struct {
 // unregisters it. Revocations by other processes arrive through
 // [Store.ListenAPIKeyChanges].
 func (s *Store) OnAPIKeyRevoked(f func(keyID int64)) (remove func()) {
-	h := &s.keyHooks
+	return s.keyHooks.add(f)
+}
+
+// add registers f; the returned function unregisters it.
+func (h *idHooks) add(f func(int64)) (remove func()) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.fns == nil {
@@ -131,7 +137,7 @@ func (s *Store) OnAPIKeyRevoked(f func(keyID int64)) (remove func()) {
 	}
 }
 
-func (h *keyHooks) run(keyID int64) {
+func (h *idHooks) run(id int64) {
 	h.mu.Lock()
 	fns := make([]func(int64), 0, len(h.fns))
 	for _, f := range h.fns {
@@ -139,7 +145,7 @@ func (h *keyHooks) run(keyID int64) {
 	}
 	h.mu.Unlock()
 	for _, f := range fns {
-		f(keyID)
+		f(id)
 	}
 }
 

@@ -116,7 +116,7 @@ func (s *Store) CreateCredential(ctx context.Context, in NewCredential, audit Au
 		}
 		return addAudit(ctx, tx, audit)
 	})
-	if err != nil {
+	if err := s.gatewayChanged(in.OrgID, err); err != nil {
 		return Credential{}, err
 	}
 	return s.Credential(ctx, in.OrgID, in.ID)
@@ -206,7 +206,7 @@ func (s *Store) UpdateCredential(ctx context.Context, orgID int64, id string, ch
 		}
 		return addAudit(ctx, tx, audit)
 	})
-	if err != nil {
+	if err := s.gatewayChanged(orgID, err); err != nil {
 		return Credential{}, err
 	}
 	return s.Credential(ctx, orgID, id)
@@ -214,13 +214,13 @@ func (s *Store) UpdateCredential(ctx context.Context, orgID int64, id string, ch
 
 // DeleteCredential removes a credential and records the event.
 func (s *Store) DeleteCredential(ctx context.Context, orgID int64, id string, audit AuditEvent) error {
-	return s.InTx(ctx, func(tx *sqlx.Tx) error {
+	return s.gatewayChanged(orgID, s.InTx(ctx, func(tx *sqlx.Tx) error {
 		res, err := tx.ExecContext(ctx, `DELETE FROM credentials WHERE org_id = $1 AND id = $2`, orgID, id)
 		if err := oneRow(res, err); err != nil {
 			return err
 		}
 		return addAudit(ctx, tx, audit)
-	})
+	}))
 }
 
 // TouchCredential records a credential's use, at most once a minute.

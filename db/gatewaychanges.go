@@ -45,3 +45,21 @@ func (s *Store) ListenGatewayChanges(ctx context.Context, ready func(), changed 
 		changed(id)
 	}
 }
+
+// OnGatewayChange registers f to run with the organization's id each time
+// this Store commits a change a tool lookup reads (a source, its tools, a
+// credential, a policy), before the writing method returns; remove
+// unregisters it. So a replica reads its own writes at once; changes by
+// other processes arrive through [Store.ListenGatewayChanges].
+func (s *Store) OnGatewayChange(f func(orgID int64)) (remove func()) {
+	return s.gatewayHooks.add(f)
+}
+
+// gatewayChanged runs the gateway hooks for orgID when err is nil, and
+// returns err.
+func (s *Store) gatewayChanged(orgID int64, err error) error {
+	if err == nil {
+		s.gatewayHooks.run(orgID)
+	}
+	return err
+}

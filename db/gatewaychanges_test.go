@@ -3,11 +3,14 @@ package db_test
 import (
 	"context"
 	"crypto/rand"
+	"errors"
 	"fmt"
 	"testing"
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/toolgate/toolgate/db"
 )
 
 // announcements listens on the gateway channel for the test's length.
@@ -137,4 +140,49 @@ func TestGatewayChangesAnnounced(t *testing.T) {
 	a.expect("a source deleted", org)
 	f.exec(`DELETE FROM organizations WHERE id = $1`, org)
 	a.expect("an organization deleted", org)
+}
+
+// TestOwnGatewayChangesRunHooks: this process's own writes of what a tool
+// lookup reads run the OnGatewayChange hooks with their organization
+// before the writing method returns (a replica reads its own writes
+// without waiting for the announcement); a write that fails runs none,
+// and a removed hook no longer runs.
+func TestOwnGatewayChangesRunHooks(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	org := f.org()
+	var got []int64
+	remove := f.store.OnGatewayChange(func(o int64) { got = append(got, o) })
+	expect := func(what string, err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatalf("%s: %v", what, err)
+		}
+		if len(got) != 1 || got[0] != org {
+			t.Fatalf("%s ran the hooks with %v, want [%d]", what, got, org)
+		}
+		got = nil
+	}
+	id := fmt.Sprintf("src_%x-0000-0000-0000-000000000000", []byte(rand.Text()[:4]))
+	_, err := f.store.CreateSource(ctx, db.NewSource{ID: id, OrgID: org, Scope: "organization", Name: "Items", Slug: "items",
+		Type: "openapi", ConfigVersion: 1, Config: []byte(`{}`), Enabled: true})
+	expect("CreateSource", err)
+	_, err = f.store.UpdateSource(ctx, org, id, nil, db.SourceUpdate{Name: "Items", Slug: "items", Config: []byte(`{}`), Enabled: false})
+	expect("UpdateSource", err)
+	_, err = f.store.CreatePolicy(ctx, org, nil, 0, db.PolicyFields{TargetType: "everyone", SelectorType: "all", Effect: "deny", Enabled: true, ApprovalTTLSeconds: 600})
+	expect("CreatePolicy", err)
+	override := "required"
+	_, err = f.store.SetSourceApprovalOverride(ctx, org, id, &override)
+	expect("SetSourceApprovalOverride", err)
+	_, err = f.store.SaveDiscovery(ctx, org, id, db.DiscoveryResult{Signature: "sig", Warnings: []byte(`[]`)})
+	expect("SaveDiscovery", err)
+	expect("DeleteSource", f.store.DeleteSource(ctx, org, id))
+
+	if err := f.store.DeleteSource(ctx, org, id); !errors.Is(err, db.ErrNotFound) || len(got) != 0 {
+		t.Fatalf("a failed delete: %v, hooks ran with %v", err, got)
+	}
+	remove()
+	if _, err := f.store.CreatePolicy(ctx, org, nil, 0, db.PolicyFields{TargetType: "everyone", SelectorType: "all", Effect: "allow", Enabled: true, ApprovalTTLSeconds: 600}); err != nil || len(got) != 0 {
+		t.Fatalf("after remove: %v, hooks ran with %v", err, got)
+	}
 }

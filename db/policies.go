@@ -132,7 +132,7 @@ func (s *Store) PolicyVersions(ctx context.Context, orgID, workspaceID int64) (o
 // level run one after the other and positions stay unique. A workspace of
 // another organization is ErrNotFound.
 func (s *Store) inPolicyTx(ctx context.Context, orgID int64, workspaceID *int64, fn func(tx *sqlx.Tx) error) error {
-	return s.InTx(ctx, func(tx *sqlx.Tx) error {
+	return s.gatewayChanged(orgID, s.InTx(ctx, func(tx *sqlx.Tx) error {
 		var res sql.Result
 		var err error
 		if workspaceID == nil {
@@ -152,7 +152,7 @@ func (s *Store) inPolicyTx(ctx context.Context, orgID int64, workspaceID *int64,
 		}
 		_, err = tx.ExecContext(ctx, `SELECT pg_notify($1, $2)`, PolicyChannel, strconv.FormatInt(orgID, 10))
 		return err
-	})
+	}))
 }
 
 // CreatePolicy adds a rule at the end of its level.

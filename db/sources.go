@@ -86,7 +86,7 @@ func (s *Store) CreateSource(ctx context.Context, in NewSource) (Source, error) 
 			in.ID, in.OrgID, in.WorkspaceID, in.Scope, in.Name, in.Slug, in.Type, in.ConfigVersion, in.Config, in.Enabled, in.AuthFingerprint)
 		return translate(err)
 	})
-	if err != nil {
+	if err := s.gatewayChanged(in.OrgID, err); err != nil {
 		return Source{}, err
 	}
 	return s.Source(ctx, in.OrgID, in.ID)
@@ -216,7 +216,7 @@ func (s *Store) UpdateSource(ctx context.Context, orgID int64, id string, worksp
 		}
 		return nil
 	})
-	if err != nil {
+	if err := s.gatewayChanged(orgID, err); err != nil {
 		return Source{}, err
 	}
 	return s.Source(ctx, orgID, id)
@@ -240,7 +240,7 @@ func (s *Store) SetSourceApprovalOverride(ctx context.Context, orgID int64, id s
 // DeleteSource removes a source and its tools.
 func (s *Store) DeleteSource(ctx context.Context, orgID int64, id string) error {
 	res, err := s.db.ExecContext(ctx, `DELETE FROM sources WHERE org_id = $1 AND id = $2`, orgID, id)
-	return oneRow(res, err)
+	return s.gatewayChanged(orgID, oneRow(res, err))
 }
 
 // MarkSource sets a source's state (queued, loading, indexing).
@@ -361,7 +361,7 @@ func (s *Store) SaveDiscovery(ctx context.Context, orgID int64, id string, r Dis
 			len(r.Tools), r.DiscoveryMS, r.Signature, w.Generation)
 		return err
 	})
-	return w, err
+	return w, s.gatewayChanged(orgID, err)
 }
 
 // MarkIndexed records that the search index holds a generation, and makes

@@ -73,7 +73,9 @@ func Migrate(ctx context.Context, pool *pgxpool.Pool) error {
 type Store struct {
 	db       *sqlx.DB
 	pool     *pgxpool.Pool
-	keyHooks keyHooks
+	keyHooks idHooks
+	// gatewayHooks run after a change a tool lookup reads commits.
+	gatewayHooks idHooks
 }
 
 // Open connects to PostgreSQL and checks the connection.

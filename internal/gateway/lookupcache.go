@@ -59,6 +59,10 @@ type LookupCacheStats struct {
 //     organization's id, and the cache, which LISTENs, drops that
 //     organization's lookups when the change commits (every replica's
 //     cache alike);
+//   - a write through this process's Store drops the organization's
+//     lookups before the writing method returns
+//     ([db.Store.OnGatewayChange]), so a replica reads its own writes
+//     without waiting for the announcement;
 //   - a lookup read from the database before a drop is not stored after
 //     it (an epoch counts the drops);
 //   - while it is not listening (starting, or its connection failed), it
@@ -75,6 +79,8 @@ type LookupCache struct {
 	now      func() time.Time
 	cancel   context.CancelFunc
 	done     chan struct{}
+	// remove unregisters the drop this process's own writes run.
+	remove func()
 
 	hits, misses atomic.Int64
 
@@ -117,12 +123,14 @@ func NewLookupCache(store *db.Store, o LookupCacheOptions) *LookupCache {
 		cancel: cancel, done: make(chan struct{}),
 		entries: map[lookupKey]cachedLookup{}, byOrg: map[int64]map[lookupKey]struct{}{},
 	}
+	c.remove = store.OnGatewayChange(c.drop)
 	go c.listen(ctx)
 	return c
 }
 
 // Close stops listening and forgets every lookup.
 func (c *LookupCache) Close() {
+	c.remove()
 	c.cancel()
 	<-c.done
 	c.mu.Lock()
