@@ -19,9 +19,25 @@ import (
 // stream of server-sent events. Pooled, so a call allocates no buffers.
 type reader struct {
 	br   *bufio.Reader
+	src  body   // what br reads
 	long []byte // a line longer than br's buffer
 	data []byte // the current event's data, or the JSON body
-	eof  bool   // the body has been read to its end
+}
+
+// body is an answer's body that remembers reaching its end: a body read to
+// its end gives its connection back for the next call, and bufio keeps an
+// end it has seen to itself until the buffer is empty.
+type body struct {
+	r   io.Reader
+	eof bool
+}
+
+func (b *body) Read(p []byte) (int, error) {
+	n, err := b.r.Read(p)
+	if errors.Is(err, io.EOF) {
+		b.eof = true
+	}
+	return n, err
 }
 
 // keptBuffer is the largest buffer a pooled reader keeps; one huge answer
@@ -30,15 +46,16 @@ const keptBuffer = 1 << 20
 
 var readers = sync.Pool{New: func() any { return &reader{br: bufio.NewReaderSize(nil, 8<<10)} }}
 
-func getReader(body io.Reader) *reader {
+func getReader(r io.Reader) *reader {
 	rd := readers.Get().(*reader)
-	rd.br.Reset(body)
-	rd.eof = false
+	rd.src = body{r: r}
+	rd.br.Reset(&rd.src)
 	return rd
 }
 
 func putReader(rd *reader) {
 	rd.br.Reset(nil)
+	rd.src = body{}
 	if cap(rd.long) > keptBuffer {
 		rd.long = nil
 	}
@@ -83,7 +100,6 @@ func (rd *reader) all(limit int) ([]byte, error) {
 			return nil, errTooLarge
 		}
 		if errors.Is(err, io.EOF) {
-			rd.eof = true
 			return buf, nil
 		}
 		if err != nil {
@@ -166,18 +182,18 @@ func (rd *reader) line(budget int) ([]byte, error) {
 	return line, err
 }
 
+// ended reports whether the body has been read to its end.
+func (rd *reader) ended() bool { return rd.src.eof }
+
 // drain reads the end of the answer after the call's response, so the
-// connection carries the next call, then closes body. A server that holds
-// the stream open longer than [drainGrace] loses the connection instead.
-func (rd *reader) drain(body io.ReadCloser) {
-	if rd.eof {
-		body.Close()
-		return
-	}
-	t := time.AfterFunc(drainGrace, func() { body.Close() })
+// connection carries the next call, then closes rc. A server that holds
+// the stream open longer than grace, or sends more than a little after its
+// response, loses the connection instead.
+func (rd *reader) drain(rc io.ReadCloser, grace time.Duration) {
+	t := time.AfterFunc(grace, func() { rc.Close() })
 	_, _ = io.Copy(io.Discard, io.LimitReader(rd.br, maxErrorBody))
 	t.Stop()
-	body.Close()
+	rc.Close()
 }
 
 // message is one JSON-RPC message of an answer: the response to the call,

@@ -1,5 +1,7 @@
 package mcppool
 
+import "time"
+
 // SetSDKCalls makes p send every tools/call through the SDK, as it did
 // before the lean path, so tests and benchmarks can compare the two. Call
 // it before p's first call.
@@ -17,3 +19,7 @@ func LeanSessions(p *Pool) int {
 	}
 	return n
 }
+
+// SetDrainGrace sets how long p's lean calls leave an answer stream open
+// after its response; call it before p's first call.
+func SetDrainGrace(p *Pool, d time.Duration) { p.drainGrace = d }

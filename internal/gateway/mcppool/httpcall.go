@@ -57,7 +57,8 @@ const (
 	firstCallID = 1 << 20
 	// drainGrace is how long the end of an answer stream may take to come
 	// after the call's response before its connection is given up rather
-	// than reused. Servers end the stream right after the response.
+	// than reused. Servers end the stream right after the response, but
+	// the specification only says SHOULD, so the call does not wait for it.
 	drainGrace = 100 * time.Millisecond
 	// notifyTimeout bounds the best-effort notifications/cancelled, as in
 	// the SDK.
@@ -68,17 +69,21 @@ const (
 // nothing that changes but an id counter, so concurrent calls share it
 // without locking.
 type httpCaller struct {
-	client   *http.Client // the session's: netguard, credential headers and query
-	endpoint string
-	header   http.Header // sent on every POST; cloned, never written
-	bg       context.Context
-	nextID   atomic.Int64
+	client    *http.Client // the session's: netguard, credential headers and query
+	endpoint  string
+	header    http.Header // sent on every POST; cloned, never written
+	sessionID string      // the session's Mcp-Session-Id; "" for a server without sessions
+	nextID    atomic.Int64
+	// spawn runs work that outlives a call (draining an answer, telling
+	// the server a call was abandoned) where [Pool.Close] waits for it,
+	// and reports false when the pool is closed.
+	spawn func(func()) bool
+	grace time.Duration // see drainGrace
 }
 
 // newHTTPCaller returns the lean caller of cs, connected through client to
-// endpoint, or nil when the negotiated version needs the SDK's path. bg
-// bounds the notifications sent after a call has ended.
-func newHTTPCaller(bg context.Context, client *http.Client, endpoint string, cs *mcp.ClientSession) *httpCaller {
+// endpoint, or nil when the negotiated version needs the SDK's path.
+func newHTTPCaller(p *Pool, client *http.Client, endpoint string, cs *mcp.ClientSession) *httpCaller {
 	init := cs.InitializeResult()
 	if init == nil || !leanVersions[init.ProtocolVersion] {
 		return nil
@@ -90,15 +95,27 @@ func newHTTPCaller(bg context.Context, client *http.Client, endpoint string, cs 
 	if id := cs.ID(); id != "" {
 		h.Set("Mcp-Session-Id", id)
 	}
-	c := &httpCaller{client: client, endpoint: endpoint, header: h, bg: bg}
+	c := &httpCaller{client: client, endpoint: endpoint, header: h, sessionID: cs.ID(), spawn: p.spawn, grace: p.drainGrace}
 	c.nextID.Store(firstCallID)
 	return c
 }
 
+// deliveredError is a failure after the server accepted the call with a
+// 2xx status: the tool may have run, so the pool does not send the call
+// again. With retire set the session is replaced all the same.
+type deliveredError struct {
+	err    error
+	retire bool
+}
+
+func (e *deliveredError) Error() string { return e.err.Error() }
+func (e *deliveredError) Unwrap() error { return e.err }
+
 // call runs tools/call tool(args). With progress set, the request carries
 // token and the server's progress on it reaches progress. Errors are those
 // the SDK path gives: a *jsonrpc.Error the server answered, wrapped; a
-// lost session wrapping [mcp.ErrSessionMissing]; anything else is a
+// lost session wrapping [mcp.ErrSessionMissing]; a failure after the
+// server accepted the call, a [*deliveredError]; anything else is a
 // transport failure.
 func (c *httpCaller) call(ctx context.Context, tool string, args map[string]any, token string, progress func(float64, float64, string)) (*mcp.CallToolResult, error) {
 	id := c.nextID.Add(1)
@@ -108,7 +125,10 @@ func (c *httpCaller) call(ctx context.Context, tool string, args map[string]any,
 	}
 	res, err := c.exchange(ctx, id, body, token, progress)
 	if err != nil && ctx.Err() != nil {
-		go c.notifyCancelled(id, ctx.Err().Error())
+		// Off the caller's path, as the SDK does; ctx has ended but its
+		// values still belong to the call.
+		reason, nctx := ctx.Err().Error(), context.WithoutCancel(ctx)
+		c.spawn(func() { c.notifyCancelled(nctx, id, reason) })
 	}
 	return res, err
 }
@@ -120,12 +140,25 @@ func (c *httpCaller) exchange(ctx context.Context, id int64, body []byte, token 
 		return nil, err
 	}
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
-		defer resp.Body.Close()
 		return nil, c.refusal(resp)
 	}
+	return c.answer(ctx, resp, id, token, progress)
+}
+
+// answer reads the accepted call's answer from resp, up to the response to
+// id. Every failure is a [*deliveredError].
+func (c *httpCaller) answer(ctx context.Context, resp *http.Response, id int64, token string, progress func(float64, float64, string)) (*mcp.CallToolResult, error) {
+	if sid := resp.Header.Get("Mcp-Session-Id"); sid != "" && c.sessionID != "" && sid != c.sessionID {
+		// As the SDK, which refuses such an answer. The ids stay out of
+		// the message: they let anyone act in the session.
+		resp.Body.Close()
+		return nil, &deliveredError{err: errors.New("the server answered tools/call for another session: its Mcp-Session-Id differs from the session's"), retire: true}
+	}
 	rd := getReader(resp.Body)
-	defer putReader(rd)
-	var res *mcp.CallToolResult
+	var (
+		res *mcp.CallToolResult
+		err error
+	)
 	switch mediaType(resp.Header.Get("Content-Type")) {
 	case "application/json":
 		res, err = rd.single(id)
@@ -136,10 +169,26 @@ func (c *httpCaller) exchange(ctx context.Context, id int64, body []byte, token 
 	}
 	if err != nil {
 		resp.Body.Close() // the connection is not reused
-		return nil, err
+		putReader(rd)
+		return nil, &deliveredError{err: err}
 	}
-	rd.drain(resp.Body)
+	c.finish(rd, resp.Body)
 	return res, nil
+}
+
+// finish closes an answer whose response has been read. A body read to its
+// end closes at once and its connection carries the next call; the rest of
+// a stream that has not ended yet is drained off the call's path, so a
+// server that holds it open costs a goroutine, not the caller's time.
+func (c *httpCaller) finish(rd *reader, rc io.ReadCloser) {
+	if !rd.ended() && c.spawn(func() {
+		rd.drain(rc, c.grace)
+		putReader(rd)
+	}) {
+		return
+	}
+	rc.Close()
+	putReader(rd)
 }
 
 // post sends body to the session's endpoint with the session's headers.
@@ -153,11 +202,21 @@ func (c *httpCaller) post(ctx context.Context, body []byte) (*http.Response, err
 	return c.client.Do(req)
 }
 
-// refusal says why the server refused the call: a JSON-RPC error in the
-// body is the server's answer, a 404 means it no longer knows the session
-// (the pool then connects anew and tries once more, as after any other
-// transport failure), and any other status is named.
+// refusal says why the server refused the call, and closes resp's body.
+// The status is looked at before the body, as the SDK does: a transient
+// status (429, 502, 503, 504) is a transport failure whatever the body
+// says, and a 404 for a session means the server no longer knows it (the
+// TypeScript SDK's comes with a JSON-RPC error "Session not found"); the
+// pool then connects anew and tries once more. Otherwise a JSON-RPC error
+// in the body is the server's answer, and any other status is named.
 func (c *httpCaller) refusal(resp *http.Response) error {
+	defer discard(resp.Body)
+	switch {
+	case transientStatus(resp.StatusCode):
+		return fmt.Errorf("the server answered tools/call with HTTP %s", resp.Status)
+	case resp.StatusCode == http.StatusNotFound && c.sessionID != "":
+		return fmt.Errorf("the server answered HTTP %s for the session: %w", resp.Status, mcp.ErrSessionMissing)
+	}
 	body, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrorBody))
 	var m struct {
 		Error *jsonrpc.Error `json:"error"`
@@ -165,10 +224,17 @@ func (c *httpCaller) refusal(resp *http.Response) error {
 	if json.Unmarshal(body, &m) == nil && m.Error != nil {
 		return fmt.Errorf("calling %q: %w (HTTP %s)", "tools/call", m.Error, resp.Status)
 	}
-	if resp.StatusCode == http.StatusNotFound && c.header.Get("Mcp-Session-Id") != "" {
-		return fmt.Errorf("the server answered HTTP %s for the session: %w", resp.Status, mcp.ErrSessionMissing)
-	}
 	return fmt.Errorf("the server answered tools/call with HTTP %s", resp.Status)
+}
+
+// transientStatus reports whether status says the server (or a proxy in
+// front of it) could not take the request for now; the SDK's list.
+func transientStatus(status int) bool {
+	switch status {
+	case http.StatusTooManyRequests, http.StatusBadGateway, http.StatusServiceUnavailable, http.StatusGatewayTimeout:
+		return true
+	}
+	return false
 }
 
 // stream reads the call's event stream up to the response to id, relaying
@@ -235,8 +301,8 @@ func (c *httpCaller) reply(ctx context.Context, m *message) {
 }
 
 // notifyCancelled tells the server that nobody waits for call id any more.
-func (c *httpCaller) notifyCancelled(id int64, reason string) {
-	ctx, cancel := context.WithTimeout(c.bg, notifyTimeout)
+func (c *httpCaller) notifyCancelled(ctx context.Context, id int64, reason string) {
+	ctx, cancel := context.WithTimeout(ctx, notifyTimeout)
 	defer cancel()
 	body, err := json.Marshal(struct {
 		JSONRPC string `json:"jsonrpc"`

@@ -363,31 +363,6 @@ func TestHTTPLeanSessionExpiry(t *testing.T) {
 	}
 }
 
-// TestHTTPLeanRefusedStatus names a refusal's status and retries it once
-// on a new session, as the SDK's path did.
-func TestHTTPLeanRefusedStatus(t *testing.T) {
-	var rec recorder
-	_, cfg := serveHTTP(t, func(h http.Handler) http.Handler {
-		return rec.wrap(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			body, _ := io.ReadAll(r.Body)
-			r.Body = io.NopCloser(bytes.NewReader(body))
-			if bytes.Contains(body, []byte(`"tools/call"`)) {
-				http.Error(w, "upstream is unwell", http.StatusBadGateway)
-				return
-			}
-			h.ServeHTTP(w, r)
-		}))
-	})
-	p := newPool(t, mcppool.Options{})
-	_, err := p.Call(t.Context(), keyOf("src_502", cfg, nil), cfg, nil, "echo", map[string]any{"message": "x"}, nil)
-	if err == nil || !strings.Contains(err.Error(), "HTTP 502 Bad Gateway") || !strings.Contains(err.Error(), "reconnected once") {
-		t.Fatalf("err = %v", err)
-	}
-	if n := len(rec.method("initialize")); n != 2 {
-		t.Errorf("%d initialize, want 2", n)
-	}
-}
-
 // TestHTTPLeanCancelled cancels a running call: it says so, the server is
 // told (notifications/cancelled for the call's id), and the session
 // carries on.

@@ -19,6 +19,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"sort"
@@ -173,8 +174,13 @@ type Pool struct {
 	progress  sync.Map // token string -> func(progress, total float64, message string)
 	nextToken atomic.Uint64
 
-	wg      sync.WaitGroup // janitor, process reapers, session closers
+	// wg counts the janitor, process reapers, session closers and what
+	// [Pool.spawn] starts.
+	wg      sync.WaitGroup
 	janitor chan struct{}
+
+	// drainGrace is the lean path's; tests lengthen it.
+	drainGrace time.Duration
 
 	// sdkCalls sends every tools/call through the SDK, for tests and
 	// benchmarks that compare the two paths.
@@ -185,10 +191,11 @@ type Pool struct {
 func New(opts Options) *Pool {
 	opts = opts.withDefaults()
 	p := &Pool{
-		opts:     opts,
-		sessions: map[Key]*session{},
-		changed:  make(chan struct{}),
-		janitor:  make(chan struct{}),
+		opts:       opts,
+		sessions:   map[Key]*session{},
+		changed:    make(chan struct{}),
+		janitor:    make(chan struct{}),
+		drainGrace: drainGrace,
 	}
 	p.ctx, p.cancel = context.WithCancel(context.Background())
 	p.client = mcp.NewClient(&mcp.Implementation{Name: opts.ClientName, Version: opts.ClientVersion}, &mcp.ClientOptions{
@@ -211,7 +218,8 @@ func (p *Pool) Call(ctx context.Context, key Key, cfg *sources.MCPConfig, auth *
 // Do runs r. A transport failure (the connection closed, the process
 // exited, the server unreachable) drops the session and the call is tried
 // once more on a new one; a tool error or a JSON-RPC error from the server
-// is returned as is. Errors name the source and are scrubbed of r.Auth's
+// is returned as is, and so is a failure after the server accepted the
+// call, which may have run it. Errors name the source and are scrubbed of r.Auth's
 // secrets.
 func (p *Pool) Do(ctx context.Context, r Request) (*mcp.CallToolResult, error) {
 	res, err := p.do(ctx, r)
@@ -248,7 +256,7 @@ func (p *Pool) do(ctx context.Context, r Request) (*mcp.CallToolResult, error) {
 		if err == nil {
 			var res *mcp.CallToolResult
 			res, err = p.callOn(ctx, s, r, callTimeout)
-			p.release(s, err != nil && retryable(err))
+			p.release(s, err != nil && retiresSession(err))
 			if err == nil {
 				return res, nil
 			}
@@ -281,13 +289,22 @@ func (p *Pool) callOn(ctx context.Context, s *session, r Request, timeout time.D
 		err error
 	)
 	if s.lean != nil {
+		// Closing the pool ends the calls in flight; nothing else does: a
+		// session retired because another of its calls failed leaves its
+		// other calls, independent POSTs the server may be running, to
+		// finish rather than be cut and sent again.
+		stop := context.AfterFunc(p.ctx, cancel)
 		res, err = s.lean.call(cctx, r.Tool, r.Args, token, r.Progress)
+		stop()
 	} else {
 		res, err = p.callSDK(cctx, s, r, token)
 	}
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil, fmt.Errorf("the call was cancelled: %w", context.Cause(ctx))
+		}
+		if p.ctx.Err() != nil && errors.Is(cctx.Err(), context.Canceled) {
+			return nil, fmt.Errorf("tools/call was cut short: %w", errPoolClosed)
 		}
 		if cctx.Err() != nil {
 			return nil, &TimeoutError{What: fmt.Sprintf("tools/call %q", r.Tool), Limit: timeout, Call: true}
@@ -323,6 +340,22 @@ func (p *Pool) relayProgress(_ context.Context, req *mcp.ProgressNotificationCli
 	}
 }
 
+// spawn runs f on a goroutine [Pool.Close] waits for, unless the pool is
+// closed, and reports whether it did.
+func (p *Pool) spawn(f func()) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed {
+		return false
+	}
+	p.wg.Add(1)
+	go func() {
+		defer p.wg.Done()
+		f()
+	}()
+	return true
+}
+
 // Stats counts what the pool holds.
 type Stats struct {
 	Sessions int   // open sessions
@@ -350,7 +383,8 @@ func (p *Pool) Stats() Stats {
 }
 
 // Close closes every session and stops every process the pool started,
-// waiting for them until ctx ends. Calls made after Close fail.
+// waiting for them until ctx ends. Calls made after Close fail, and so do
+// the streamable-HTTP calls in flight.
 func (p *Pool) Close(ctx context.Context) error {
 	p.mu.Lock()
 	if !p.closed {

@@ -362,7 +362,7 @@ func (s *session) dial(p *Pool, r Request, timeout time.Duration) error {
 	}
 	s.cs, s.cancelConn = cs, cancel
 	if cfg.Transport == sources.TransportStreamableHTTP && !p.sdkCalls {
-		s.lean = newHTTPCaller(p.ctx, client, cfg.URL, cs)
+		s.lean = newHTTPCaller(p, client, cfg.URL, cs)
 	}
 	return nil
 }
@@ -424,19 +424,29 @@ type transportError struct{ msg string }
 func (e *transportError) Error() string { return e.msg }
 
 // retryable reports whether err is a transport failure a new session may
-// cure: not a tool or JSON-RPC error from the server, not a limit that ran
-// out, not a cancellation, not a configuration mistake.
+// cure: not a tool or JSON-RPC error from the server, not a failure after
+// the server took the call (it may have run), not a limit that ran out,
+// not a cancellation, not a configuration mistake.
 func retryable(err error) bool {
 	var (
-		timeout *TimeoutError
-		conf    *configError
+		timeout   *TimeoutError
+		conf      *configError
+		delivered *deliveredError
 	)
 	switch {
-	case err == nil, serverError(err) != nil, errors.As(err, &timeout), errors.As(err, &conf),
+	case err == nil, serverError(err) != nil, errors.As(err, &timeout), errors.As(err, &conf), errors.As(err, &delivered),
 		errors.Is(err, errPoolClosed), errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
 		return false
 	}
 	return true
+}
+
+// retiresSession reports whether the session a call failed on with err
+// should be replaced: after a transport failure, and after an answer that
+// shows the session is not what the pool thinks.
+func retiresSession(err error) bool {
+	var delivered *deliveredError
+	return retryable(err) || errors.As(err, &delivered) && delivered.retire
 }
 
 // redactURL shows a URL without user info, query or fragment.
