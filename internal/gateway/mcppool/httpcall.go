@@ -134,25 +134,44 @@ func (c *httpCaller) call(ctx context.Context, tool string, args map[string]any,
 }
 
 // exchange POSTs the call and reads its answer.
+//
+// The request has a context of its own, ended with ctx only until the
+// response to the call is in. net/http drops a connection whose request's
+// context ends before its body has been read to the end, and the end of an
+// answer stream is often read after the call has returned (see finish);
+// tying the request to ctx throughout made the pool dial a new connection
+// for a good share of calls under load.
 func (c *httpCaller) exchange(ctx context.Context, id int64, body []byte, token string, progress func(float64, float64, string)) (*mcp.CallToolResult, error) {
-	resp, err := c.post(ctx, body)
+	rctx, release := context.WithCancel(context.WithoutCancel(ctx))
+	untie := context.AfterFunc(ctx, release)
+	resp, err := c.post(rctx, body)
 	if err != nil {
+		release()
 		return nil, err
 	}
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
+		defer release()
 		return nil, c.refusal(resp)
 	}
-	return c.answer(ctx, resp, id, token, progress)
+	res, rd, err := c.answer(ctx, resp, id, token, progress)
+	if err != nil {
+		release()
+		return nil, err
+	}
+	untie()
+	c.finish(rd, resp.Body, release)
+	return res, nil
 }
 
 // answer reads the accepted call's answer from resp, up to the response to
-// id. Every failure is a [*deliveredError].
-func (c *httpCaller) answer(ctx context.Context, resp *http.Response, id int64, token string, progress func(float64, float64, string)) (*mcp.CallToolResult, error) {
+// id, and returns the reader holding the rest of it. Every failure is a
+// [*deliveredError], and closes resp's body.
+func (c *httpCaller) answer(ctx context.Context, resp *http.Response, id int64, token string, progress func(float64, float64, string)) (*mcp.CallToolResult, *reader, error) {
 	if sid := resp.Header.Get("Mcp-Session-Id"); sid != "" && c.sessionID != "" && sid != c.sessionID {
 		// As the SDK, which refuses such an answer. The ids stay out of
 		// the message: they let anyone act in the session.
 		resp.Body.Close()
-		return nil, &deliveredError{err: errors.New("the server answered tools/call for another session: its Mcp-Session-Id differs from the session's"), retire: true}
+		return nil, nil, &deliveredError{err: errors.New("the server answered tools/call for another session: its Mcp-Session-Id differs from the session's"), retire: true}
 	}
 	rd := getReader(resp.Body)
 	var (
@@ -170,25 +189,27 @@ func (c *httpCaller) answer(ctx context.Context, resp *http.Response, id int64, 
 	if err != nil {
 		resp.Body.Close() // the connection is not reused
 		putReader(rd)
-		return nil, &deliveredError{err: err}
+		return nil, nil, &deliveredError{err: err}
 	}
-	c.finish(rd, resp.Body)
-	return res, nil
+	return res, rd, nil
 }
 
-// finish closes an answer whose response has been read. A body read to its
-// end closes at once and its connection carries the next call; the rest of
-// a stream that has not ended yet is drained off the call's path, so a
-// server that holds it open costs a goroutine, not the caller's time.
-func (c *httpCaller) finish(rd *reader, rc io.ReadCloser) {
+// finish closes an answer whose response has been read, then calls
+// release. A body read to its end closes at once and its connection
+// carries the next call; the rest of a stream that has not ended yet is
+// drained off the call's path, so a server that holds it open costs a
+// goroutine, not the caller's time.
+func (c *httpCaller) finish(rd *reader, rc io.ReadCloser, release func()) {
 	if !rd.ended() && c.spawn(func() {
 		rd.drain(rc, c.grace)
 		putReader(rd)
+		release()
 	}) {
 		return
 	}
 	rc.Close()
 	putReader(rd)
+	release()
 }
 
 // post sends body to the session's endpoint with the session's headers.
