@@ -158,6 +158,15 @@ func TestMCPFastPath(t *testing.T) {
 		})
 	}
 
+	t.Run("escaped strings", func(t *testing.T) {
+		// JSON escapes in the method and the tool's name spell the same
+		// strings: the fast path reads them as the SDK would.
+		r := search.post(`{"jsonrpc":"2.0","id":12,"method":"tools\/call","params":{"name":"call\u005ftool","arguments":{"path":"notes.notes.get_note","arguments":{"id":5}}}}`)
+		if r.contentType != "application/json" || !strings.Contains(string(r.body), "note 5") {
+			t.Fatalf("%d %s %s", r.status, r.contentType, r.body)
+		}
+	})
+
 	t.Run("handed to the SDK", func(t *testing.T) {
 		// Other tools and methods, an SSE-only client, and a batch.
 		if r := search.call(1, "search_tools", map[string]any{"query": "note"}, nil); !strings.HasPrefix(r.contentType, "text/event-stream") || !strings.Contains(string(r.body), "get_note") {

@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"unicode/utf8"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -35,18 +36,10 @@ import (
 // says so through [gateway.ErrWouldHold] before it holds or records
 // anything).
 
-// fastRequest is a JSON-RPC request; fastParams are tools/call's params.
-type fastRequest struct {
-	JSONRPC string          `json:"jsonrpc"`
-	ID      json.RawMessage `json:"id"`
-	Method  string          `json:"method"`
-	Params  json.RawMessage `json:"params"`
-}
-
+// fastParams are tools/call's params as the fast path reads them.
 type fastParams struct {
-	Name      string                     `json:"name"`
-	Arguments json.RawMessage            `json:"arguments"`
-	Meta      map[string]json.RawMessage `json:"_meta"`
+	Name      string
+	Arguments json.RawMessage
 }
 
 // cancelParams are notifications/cancelled's params.
@@ -163,19 +156,21 @@ func (s *sessions) fastCall(w http.ResponseWriter, r *http.Request, ls *liveSess
 	if len(body) == 0 || body[0] != '{' {
 		return false // empty, or a batch: the SDK answers
 	}
-	var req fastRequest
-	if !exactDecode(body, &req, "jsonrpc", "id", "method", "params") || req.JSONRPC != "2.0" {
+	req, ok := exactObject(body, "jsonrpc", "id", "method", "params")
+	if !ok || string(req["jsonrpc"]) != `"2.0"` {
 		return false
 	}
-	if req.Method == "notifications/cancelled" && req.ID == nil {
-		return s.fastCancel(w, ls, req.Params)
+	method, _ := plainString(req["method"])
+	rawID, hasID := req["id"]
+	if method == "notifications/cancelled" && !hasID {
+		return s.fastCancel(w, ls, req["params"])
 	}
-	id, ok := plainID(req.ID)
-	if !ok || req.Method != "tools/call" {
+	id, ok := plainID(rawID)
+	if !ok || method != "tools/call" {
 		return false
 	}
-	var p fastParams
-	if !exactDecode(req.Params, &p, "name", "arguments", "_meta") || !plainMeta(p.Meta) {
+	p, ok := parseFastParams(req["params"])
+	if !ok {
 		return false
 	}
 	path, args, refusal, ok := s.h.fastTarget(ls, p)
@@ -189,7 +184,7 @@ func (s *sessions) fastCall(w http.ResponseWriter, r *http.Request, ls *liveSess
 	ctx, cancel := context.WithCancel(context.WithoutCancel(r.Context()))
 	defer cancel()
 	if !ls.inflight.add(id, cancel) {
-		writeRPCError(w, http.StatusBadRequest, req.ID, -32600, "duplicate in-flight request ID "+string(req.ID))
+		writeRPCError(w, http.StatusBadRequest, rawID, -32600, "duplicate in-flight request ID "+string(rawID))
 		return true
 	}
 	defer ls.inflight.done(id)
@@ -211,12 +206,12 @@ func (s *sessions) fastCall(w http.ResponseWriter, r *http.Request, ls *liveSess
 	result, err := json.Marshal(res)
 	if err != nil {
 		s.h.log.Error("mcp: encode result", "tool", path, "error", err)
-		writeRPCError(w, http.StatusOK, req.ID, -32603, "toolgate could not encode the tool's result")
+		writeRPCError(w, http.StatusOK, rawID, -32603, "toolgate could not encode the tool's result")
 		return true
 	}
-	out := make([]byte, 0, len(result)+len(req.ID)+40)
+	out := make([]byte, 0, len(result)+len(rawID)+40)
 	out = append(out, `{"jsonrpc":"2.0","id":`...)
-	out = append(out, req.ID...)
+	out = append(out, rawID...)
 	out = append(out, `,"result":`...)
 	out = append(out, result...)
 	out = append(out, '}')
@@ -269,21 +264,62 @@ func (s *sessions) fastCancel(w http.ResponseWriter, ls *liveSession, params jso
 	return true
 }
 
-// exactDecode decodes a JSON object whose keys are all among keys,
-// spelled exactly: encoding/json matches field names regardless of case,
-// and the SDK does not, so a "Method" or "Name" the SDK would ignore must
-// not steer the fast path. Anything else is left to the SDK.
-func exactDecode(data []byte, v any, keys ...string) bool {
+// exactObject returns the members of the JSON object data when its keys
+// are all among keys, spelled exactly: encoding/json matches field names
+// regardless of case, and the SDK does not, so a "Method" or "Name" the
+// SDK would ignore must not steer the fast path. Anything else is left to
+// the SDK. A JSON null gives an empty object. Each level of a request is
+// read once this way, instead of once to check its keys and again into a
+// struct.
+func exactObject(data []byte, keys ...string) (map[string]json.RawMessage, bool) {
 	var fields map[string]json.RawMessage
 	if len(data) == 0 || json.Unmarshal(data, &fields) != nil {
-		return false
+		return nil, false
 	}
 	for k := range fields {
 		if !slices.Contains(keys, k) {
-			return false
+			return nil, false
 		}
 	}
-	return json.Unmarshal(data, v) == nil
+	return fields, true
+}
+
+// parseFastParams reads tools/call's params; ok is false when they ask
+// something of the transport (a progress token, the 2026-07-28 protocol's
+// fields) or are not what the fast path reads exactly.
+func parseFastParams(raw json.RawMessage) (p fastParams, ok bool) {
+	f, ok := exactObject(raw, "name", "arguments", "_meta")
+	if !ok {
+		return p, false
+	}
+	if name, present := f["name"]; present {
+		if p.Name, ok = plainString(name); !ok {
+			return p, false
+		}
+	}
+	if meta, present := f["_meta"]; present {
+		var m map[string]json.RawMessage
+		if json.Unmarshal(meta, &m) != nil || !plainMeta(m) {
+			return p, false
+		}
+	}
+	p.Arguments = f["arguments"]
+	return p, true
+}
+
+// plainString is the JSON string raw holds, read without a second decoder
+// when it has no escapes; raw comes from a document already checked valid.
+func plainString(raw json.RawMessage) (string, bool) {
+	n := len(raw)
+	if n < 2 || raw[0] != '"' || raw[n-1] != '"' {
+		return "", false
+	}
+	inner := raw[1 : n-1]
+	if bytes.IndexByte(inner, '\\') < 0 && utf8.Valid(inner) {
+		return string(inner), true
+	}
+	var s string
+	return s, json.Unmarshal(raw, &s) == nil
 }
 
 // plainID is a request id the fast path echoes back as it came: a string,
