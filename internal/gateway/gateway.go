@@ -24,6 +24,7 @@ import (
 	"github.com/toolgate/toolgate/internal/credentials"
 	"github.com/toolgate/toolgate/internal/gateway/audit"
 	"github.com/toolgate/toolgate/internal/gateway/mcppool"
+	"github.com/toolgate/toolgate/internal/h1"
 	"github.com/toolgate/toolgate/internal/netguard"
 	"github.com/toolgate/toolgate/internal/search"
 )
@@ -221,6 +222,10 @@ func New(o Options) *Gateway {
 		if t, ok := c.Transport.(*http.Transport); ok {
 			// Many agents call one upstream at once: keep their connections.
 			t.MaxIdleConnsPerHost = 64
+			// Calls are short exchanges on kept-alive connections; h1 runs
+			// them on the caller's goroutine (see its package comment) and
+			// leaves the rest, with the dialer and its checks, to t.
+			c.Transport = h1.New(t)
 		}
 	}
 	if o.Pool.HTTPClient == nil {

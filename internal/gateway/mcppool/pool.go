@@ -30,6 +30,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/toolgate/toolgate/internal/h1"
 	"github.com/toolgate/toolgate/internal/sources"
 )
 
@@ -76,7 +77,9 @@ func (o Options) withDefaults() Options {
 		o.MaxStdio = DefaultMaxStdio
 	}
 	if o.HTTPClient == nil {
-		o.HTTPClient = func() *http.Client { return http.DefaultClient }
+		// As the gateway's: the h1 transport over net/http's.
+		client := &http.Client{Transport: h1.New(http.DefaultTransport.(*http.Transport).Clone())}
+		o.HTTPClient = func() *http.Client { return client }
 	}
 	if o.ClientName == "" {
 		o.ClientName = "toolgate"

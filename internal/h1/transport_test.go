@@ -1,0 +1,378 @@
+package h1_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/toolgate/toolgate/internal/h1"
+)
+
+// server is a real net/http server that counts the connections clients
+// open to it and the requests it serves.
+type server struct {
+	*httptest.Server
+	conns    atomic.Int32
+	requests atomic.Int32
+}
+
+func newServer(t *testing.T, tls bool, h http.HandlerFunc) *server {
+	s := &server{}
+	s.Server = httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		s.requests.Add(1)
+		h(w, r)
+	}))
+	s.Config.ConnState = func(_ net.Conn, st http.ConnState) {
+		if st == http.StateNew {
+			s.conns.Add(1)
+		}
+	}
+	if tls {
+		s.StartTLS()
+	} else {
+		s.Start()
+	}
+	t.Cleanup(s.Close)
+	return s
+}
+
+// client is an HTTP client on an h1 transport that trusts s.
+func (s *server) client(t *testing.T) (*http.Client, *h1.Transport) {
+	base := &http.Transport{MaxIdleConnsPerHost: 8}
+	if s.TLS != nil {
+		base.TLSClientConfig = s.Client().Transport.(*http.Transport).TLSClientConfig.Clone()
+	}
+	tr := h1.New(base)
+	t.Cleanup(tr.CloseIdleConnections)
+	return &http.Client{Transport: tr}, tr
+}
+
+// echo answers a POST with its body: JSON with a length, or as a
+// flushed event stream (chunked).
+func echo(w http.ResponseWriter, r *http.Request) {
+	body, _ := io.ReadAll(r.Body)
+	if r.URL.Query().Get("stream") != "" {
+		w.Header().Set("Content-Type", "text/event-stream")
+		fmt.Fprintf(w, "data: %s\n\n", body)
+		w.(http.Flusher).Flush()
+		fmt.Fprintf(w, "data: end\n\n")
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	_, _ = w.Write(body)
+}
+
+func post(t *testing.T, ctx context.Context, c *http.Client, url, body string) (string, *http.Response) {
+	t.Helper()
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := c.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	got, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(got), resp
+}
+
+// TestReuse sends many requests one after another, with answers of a
+// known length and chunked streams, over HTTP and HTTPS: one connection
+// carries them all.
+func TestReuse(t *testing.T) {
+	for _, tls := range []bool{false, true} {
+		t.Run(map[bool]string{false: "http", true: "https"}[tls], func(t *testing.T) {
+			s := newServer(t, tls, echo)
+			c, _ := s.client(t)
+			for i := range 50 {
+				msg := fmt.Sprintf(`{"n":%d}`, i)
+				if got, _ := post(t, t.Context(), c, s.URL, msg); got != msg {
+					t.Fatalf("JSON %d: %q", i, got)
+				}
+				if got, _ := post(t, t.Context(), c, s.URL+"?stream=1", msg); got != "data: "+msg+"\n\ndata: end\n\n" {
+					t.Fatalf("stream %d: %q", i, got)
+				}
+			}
+			if n := s.conns.Load(); n != 1 {
+				t.Fatalf("%d connections for 100 requests in a row, want 1", n)
+			}
+		})
+	}
+}
+
+// TestConcurrent runs 16 clients at once: every answer is its own, and
+// the connections are kept rather than opened per request.
+func TestConcurrent(t *testing.T) {
+	s := newServer(t, false, echo)
+	c, _ := s.client(t)
+	var wg sync.WaitGroup
+	errs := make(chan error, 16)
+	for g := range 16 {
+		wg.Go(func() {
+			for i := range 100 {
+				msg := fmt.Sprintf(`{"g":%d,"i":%d}`, g, i)
+				req, _ := http.NewRequest(http.MethodPost, s.URL, strings.NewReader(msg))
+				resp, err := c.Do(req)
+				if err != nil {
+					errs <- err
+					return
+				}
+				got, err := io.ReadAll(resp.Body)
+				resp.Body.Close()
+				if err != nil || string(got) != msg {
+					errs <- fmt.Errorf("got %q, %v; want %q", got, err, msg)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	// 16 at most at once; the idle pool keeps 8, so a few more may be
+	// opened as callers interleave, never one per request.
+	if n := s.conns.Load(); n > 64 {
+		t.Fatalf("%d connections for 1,600 requests", n)
+	}
+}
+
+// TestEarlyClose closes a body before its end: that connection is not
+// used again (its next bytes would be the rest of the body), and the next
+// request goes on a new one.
+func TestEarlyClose(t *testing.T) {
+	s := newServer(t, false, func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.WriteString(w, strings.Repeat("x", 64<<10))
+	})
+	c, _ := s.client(t)
+	resp, err := c.Get(s.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	buf := make([]byte, 10)
+	if _, err := io.ReadFull(resp.Body, buf); err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if _, err := resp.Body.Read(buf); err == nil {
+		t.Fatal("read after close succeeded")
+	}
+	resp, err = c.Get(s.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if len(got) != 64<<10 || s.conns.Load() != 2 {
+		t.Fatalf("%d bytes on %d connections", len(got), s.conns.Load())
+	}
+}
+
+// TestServerClosedIdle has the server drop the kept-alive connection
+// between two requests: the second goes on a new connection, and reaches
+// the server exactly once.
+func TestServerClosedIdle(t *testing.T) {
+	s := newServer(t, false, echo)
+	c, _ := s.client(t)
+	post(t, t.Context(), c, s.URL, "1")
+	s.CloseClientConnections()
+	if got, _ := post(t, t.Context(), c, s.URL, "2"); got != "2" {
+		t.Fatalf("got %q", got)
+	}
+	if r, n := s.requests.Load(), s.conns.Load(); r != 2 || n != 2 {
+		t.Fatalf("%d requests on %d connections, want 2 on 2", r, n)
+	}
+}
+
+// TestConnectionClose honours a server's Connection: close.
+func TestConnectionClose(t *testing.T) {
+	s := newServer(t, false, func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Connection", "close")
+		_, _ = io.WriteString(w, "bye")
+	})
+	c, _ := s.client(t)
+	for range 3 {
+		if got, resp := post(t, t.Context(), c, s.URL, ""); got != "bye" || !resp.Close {
+			t.Fatalf("got %q, close %v", got, resp.Close)
+		}
+	}
+	if n := s.conns.Load(); n != 3 {
+		t.Fatalf("%d connections, want 3", n)
+	}
+}
+
+// TestNoBodyAndInformational covers answers without a body (HEAD, 204)
+// and a 103 before the final answer; the connection carries on.
+func TestNoBodyAndInformational(t *testing.T) {
+	s := newServer(t, false, func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/empty":
+			w.WriteHeader(http.StatusNoContent)
+		case "/hints":
+			w.Header().Set("Link", "</style.css>; rel=preload")
+			w.WriteHeader(http.StatusEarlyHints)
+			_, _ = io.WriteString(w, "final")
+		default:
+			_, _ = io.WriteString(w, "page")
+		}
+	})
+	c, _ := s.client(t)
+	resp, err := c.Head(s.URL)
+	if err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatal(resp, err)
+	}
+	resp.Body.Close()
+	if got, resp := post(t, t.Context(), c, s.URL+"/empty", "x"); got != "" || resp.StatusCode != http.StatusNoContent {
+		t.Fatalf("204: %q %d", got, resp.StatusCode)
+	}
+	if got, resp := post(t, t.Context(), c, s.URL+"/hints", "x"); got != "final" || resp.StatusCode != http.StatusOK {
+		t.Fatalf("103: %q %d", got, resp.StatusCode)
+	}
+	if n := s.conns.Load(); n != 1 {
+		t.Fatalf("%d connections, want 1", n)
+	}
+}
+
+// TestCancel ends a request's context while the server holds the answer:
+// before its head, and in the middle of its body. The caller gets the
+// context's error at once and the server sees the connection go.
+func TestCancel(t *testing.T) {
+	gone := make(chan struct{}, 2)
+	s := newServer(t, false, func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.ReadAll(r.Body) // then net/http watches for the client going
+		if r.URL.Path == "/ok" {
+			_, _ = io.WriteString(w, "ok")
+			return
+		}
+		if r.URL.Query().Get("head") != "" {
+			w.WriteHeader(http.StatusOK)
+			_, _ = io.WriteString(w, "partial")
+			w.(http.Flusher).Flush()
+		}
+		<-r.Context().Done()
+		gone <- struct{}{}
+	})
+	c, _ := s.client(t)
+
+	ctx, cancel := context.WithCancel(t.Context())
+	time.AfterFunc(50*time.Millisecond, cancel)
+	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, s.URL, strings.NewReader("x"))
+	if _, err := c.Do(req); !errors.Is(err, context.Canceled) {
+		t.Fatalf("before the head: %v", err)
+	}
+	<-gone
+
+	ctx, cancel = context.WithCancel(t.Context())
+	defer cancel()
+	req, _ = http.NewRequestWithContext(ctx, http.MethodPost, s.URL+"?head=1", strings.NewReader("x"))
+	resp, err := c.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	buf := make([]byte, 7)
+	if _, err := io.ReadFull(resp.Body, buf); err != nil || string(buf) != "partial" {
+		t.Fatalf("%q %v", buf, err)
+	}
+	cancel()
+	if _, err := io.ReadAll(resp.Body); !errors.Is(err, context.Canceled) {
+		t.Fatalf("in the body: %v", err)
+	}
+	resp.Body.Close()
+	<-gone
+	if got, _ := post(t, t.Context(), c, s.URL+"/ok", ""); got != "ok" {
+		t.Fatalf("after: %q", got)
+	}
+}
+
+// TestCloseUnblocksRead closes a body from another goroutine while a read
+// waits on it, as the MCP SDK does to end a stream.
+func TestCloseUnblocksRead(t *testing.T) {
+	s := newServer(t, false, func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		w.(http.Flusher).Flush()
+		<-r.Context().Done()
+	})
+	c, _ := s.client(t)
+	resp, err := c.Get(s.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	read := make(chan error, 1)
+	go func() {
+		_, err := io.ReadAll(resp.Body)
+		read <- err
+	}()
+	resp.Body.Close()
+	if err := <-read; err == nil {
+		t.Fatal("a read on a closed body ended cleanly")
+	}
+}
+
+// TestFallback sends what the transport leaves to net/http: a body of
+// unknown length. It arrives whole.
+func TestFallback(t *testing.T) {
+	s := newServer(t, false, echo)
+	c, _ := s.client(t)
+	pr, pw := io.Pipe()
+	go func() {
+		_, _ = io.WriteString(pw, "streamed ")
+		_, _ = io.WriteString(pw, "body")
+		pw.Close()
+	}()
+	req, _ := http.NewRequest(http.MethodPost, s.URL, pr)
+	resp, err := c.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if string(got) != "streamed body" || len(resp.TransferEncoding) != 0 && resp.ProtoMajor != 1 {
+		t.Fatalf("got %q", got)
+	}
+}
+
+// TestRedirect has http.Client follow a 307 for a POST through the
+// transport: the body is sent again to the new address.
+func TestRedirect(t *testing.T) {
+	s := newServer(t, false, func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/old" {
+			http.Redirect(w, r, "/new", http.StatusTemporaryRedirect)
+			return
+		}
+		echo(w, r)
+	})
+	c, _ := s.client(t)
+	if got, resp := post(t, t.Context(), c, s.URL+"/old", "moved"); got != "moved" || resp.Request.URL.Path != "/new" {
+		t.Fatalf("got %q at %s", got, resp.Request.URL)
+	}
+}
+
+// TestDialRefused names the failure of a connection nobody accepts.
+func TestDialRefused(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close()
+	c := &http.Client{Transport: h1.New(&http.Transport{})}
+	_, err = c.Get("http://" + addr + "/")
+	var op *net.OpError
+	if !errors.As(err, &op) || op.Op != "dial" {
+		t.Fatalf("err = %v", err)
+	}
+}
