@@ -3,6 +3,7 @@ package h1
 import (
 	"bufio"
 	"context"
+	"crypto/tls"
 	"errors"
 	"io"
 	"net"
@@ -58,11 +59,16 @@ func (c *conn) exchange(req *http.Request) (*http.Response, error) {
 	if err != nil {
 		return fail(err)
 	}
+	if tc, ok := c.nc.(*tls.Conn); ok {
+		state := tc.ConnectionState()
+		resp.TLS = &state
+	}
+	reuse := !resp.Close && !req.Close
 	if resp.Body == http.NoBody {
-		c.finish(stop, !resp.Close)
+		c.finish(stop, reuse)
 		return resp, nil
 	}
-	resp.Body = &body{rc: resp.Body, c: c, ctx: ctx, stop: stop, reusable: !resp.Close}
+	resp.Body = &body{rc: resp.Body, c: c, ctx: ctx, stop: stop, reusable: reuse}
 	return resp, nil
 }
 

@@ -39,6 +39,11 @@ const (
 	// for a close by the server when taken; servers commonly drop idle
 	// connections after a few seconds (Node's default is 5).
 	probeAfter = time.Second
+	// maxBody is the largest request body the transport writes itself. A
+	// server may answer a large upload early (413) and stop reading it;
+	// net/http reads that answer while it writes, where a writer on the
+	// caller's goroutine would block until the server gave up.
+	maxBody = 64 << 10
 )
 
 // Transport is an [http.RoundTripper] for HTTP/1.1 over kept-alive
@@ -49,9 +54,9 @@ type Transport struct {
 	maxIdle     int
 	idleTimeout time.Duration
 
-	mu     sync.Mutex
-	idle   map[string][]*conn // by origin, most recently used last
-	closed bool
+	mu    sync.Mutex
+	idle  map[string][]*conn // by origin, most recently used last
+	sweep *time.Timer        // closes connections idle too long; nil when none waits
 }
 
 // New returns a transport that dials, and falls back, through base.
@@ -83,7 +88,7 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		return nil, err
 	}
 	resp, err := c.exchange(req)
-	if err != nil && reused && c.stale && rewindable(req) {
+	if err != nil && reused && c.stale && rewindable(req) && req.Context().Err() == nil {
 		// The server closed a kept-alive connection before reading the
 		// request; net/http sends such a request again too.
 		if req, err = rewound(req); err != nil {
@@ -104,6 +109,10 @@ func (t *Transport) CloseIdleConnections() {
 	t.mu.Lock()
 	idle := t.idle
 	t.idle = map[string][]*conn{}
+	if t.sweep != nil {
+		t.sweep.Stop()
+		t.sweep = nil
+	}
 	t.mu.Unlock()
 	for _, cs := range idle {
 		for _, c := range cs {
@@ -115,17 +124,17 @@ func (t *Transport) CloseIdleConnections() {
 
 // takes reports whether the transport sends req itself.
 func (t *Transport) takes(req *http.Request) bool {
-	if t.base.DialTLSContext != nil || t.base.DialTLS != nil || t.base.ResponseHeaderTimeout > 0 {
+	if t.base.DialTLSContext != nil || t.base.DialTLS != nil || t.base.ResponseHeaderTimeout > 0 || t.base.DisableKeepAlives {
 		return false
 	}
 	if req.URL == nil || (req.URL.Scheme != "http" && req.URL.Scheme != "https") || req.URL.Host == "" {
 		return false
 	}
-	if req.Method == http.MethodConnect || req.Header.Get("Upgrade") != "" {
+	if req.Method == http.MethodConnect || req.Header.Get("Upgrade") != "" || req.Header.Get("Expect") != "" {
 		return false
 	}
-	// A body of unknown length would go chunked; leave that to net/http.
-	if req.Body != nil && req.Body != http.NoBody && req.ContentLength <= 0 {
+	// A body of unknown length would go chunked; see maxBody for large ones.
+	if req.Body != nil && req.Body != http.NoBody && (req.ContentLength <= 0 || req.ContentLength > maxBody) {
 		return false
 	}
 	if t.base.Proxy != nil {
@@ -206,13 +215,46 @@ func (t *Transport) handshake(ctx context.Context, nc net.Conn, host string) (ne
 func (t *Transport) put(c *conn) {
 	c.lastUsed = time.Now()
 	t.mu.Lock()
-	if !t.closed && len(t.idle[c.key]) < t.maxIdle {
+	if len(t.idle[c.key]) < t.maxIdle {
 		t.idle[c.key] = append(t.idle[c.key], c)
+		if t.sweep == nil {
+			t.sweep = time.AfterFunc(t.idleTimeout, t.closeExpired)
+		}
 		t.mu.Unlock()
 		return
 	}
 	t.mu.Unlock()
 	c.nc.Close()
+}
+
+// closeExpired closes the connections idle longer than the idle timeout,
+// as net/http does, so an origin no longer called holds no sockets; it
+// runs again while any connection waits.
+func (t *Transport) closeExpired() {
+	deadline := time.Now().Add(-t.idleTimeout)
+	var expired []*conn
+	t.mu.Lock()
+	for key, cs := range t.idle {
+		// Most recently used last: the expired ones are a prefix.
+		n := 0
+		for n < len(cs) && cs[n].lastUsed.Before(deadline) {
+			n++
+		}
+		expired = append(expired, cs[:n]...)
+		if n == len(cs) {
+			delete(t.idle, key)
+		} else {
+			t.idle[key] = append(cs[:0:0], cs[n:]...)
+		}
+	}
+	t.sweep = nil
+	if len(t.idle) > 0 {
+		t.sweep = time.AfterFunc(t.idleTimeout, t.closeExpired)
+	}
+	t.mu.Unlock()
+	for _, c := range expired {
+		c.nc.Close()
+	}
 }
 
 // origin keys the idle connections: scheme and host:port.

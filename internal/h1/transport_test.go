@@ -23,17 +23,24 @@ type server struct {
 	*httptest.Server
 	conns    atomic.Int32
 	requests atomic.Int32
+	closed   chan struct{} // a connection closed
 }
 
 func newServer(t *testing.T, tls bool, h http.HandlerFunc) *server {
-	s := &server{}
+	s := &server{closed: make(chan struct{}, 100)}
 	s.Server = httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		s.requests.Add(1)
 		h(w, r)
 	}))
 	s.Config.ConnState = func(_ net.Conn, st http.ConnState) {
-		if st == http.StateNew {
+		switch st {
+		case http.StateNew:
 			s.conns.Add(1)
+		case http.StateClosed:
+			select {
+			case s.closed <- struct{}{}:
+			default:
+			}
 		}
 	}
 	if tls {
@@ -102,8 +109,12 @@ func TestReuse(t *testing.T) {
 				if got, _ := post(t, t.Context(), c, s.URL, msg); got != msg {
 					t.Fatalf("JSON %d: %q", i, got)
 				}
-				if got, _ := post(t, t.Context(), c, s.URL+"?stream=1", msg); got != "data: "+msg+"\n\ndata: end\n\n" {
+				got, resp := post(t, t.Context(), c, s.URL+"?stream=1", msg)
+				if got != "data: "+msg+"\n\ndata: end\n\n" {
 					t.Fatalf("stream %d: %q", i, got)
+				}
+				if (resp.TLS != nil) != tls {
+					t.Fatalf("TLS state %v", resp.TLS)
 				}
 			}
 			if n := s.conns.Load(); n != 1 {
@@ -374,5 +385,47 @@ func TestDialRefused(t *testing.T) {
 	var op *net.OpError
 	if !errors.As(err, &op) || op.Op != "dial" {
 		t.Fatalf("err = %v", err)
+	}
+}
+
+// TestIdleExpiry closes a connection left idle past the base's
+// IdleConnTimeout, without another request to notice it.
+func TestIdleExpiry(t *testing.T) {
+	s := newServer(t, false, echo)
+	tr := h1.New(&http.Transport{IdleConnTimeout: 20 * time.Millisecond})
+	t.Cleanup(tr.CloseIdleConnections)
+	post(t, t.Context(), &http.Client{Transport: tr}, s.URL, "x")
+	select {
+	case <-s.closed:
+	case <-time.After(20 * time.Second): // a guard against hanging, not a measure
+		t.Fatal("the idle connection was never closed")
+	}
+}
+
+// TestNotReused covers what must not keep a connection: a request that
+// asks to close it, and large or streamed uploads, which net/http sends
+// (it reads an early answer while it writes). Each arrives whole.
+func TestNotReused(t *testing.T) {
+	s := newServer(t, false, echo)
+	c, _ := s.client(t)
+	for range 2 {
+		req, _ := http.NewRequest(http.MethodPost, s.URL, strings.NewReader("bye"))
+		req.Close = true
+		resp, err := c.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if string(got) != "bye" {
+			t.Fatalf("got %q", got)
+		}
+	}
+	if n := s.conns.Load(); n != 2 {
+		t.Fatalf("%d connections for two requests that close theirs, want 2", n)
+	}
+	big := strings.Repeat("b", 200<<10)
+	if got, _ := post(t, t.Context(), c, s.URL, big); got != big {
+		t.Fatalf("a 200 KiB body came back as %d bytes", len(got))
 	}
 }
