@@ -18,12 +18,27 @@ type conn struct {
 	t        *Transport
 	key      string
 	nc       net.Conn // TCP, or TLS over it
+	raw      net.Conn // the TCP connection
 	br       *bufio.Reader
 	bw       *bufio.Writer
+	out      *countingWriter // beneath bw: what reached the socket
 	lastUsed time.Time
-	// stale is set when the server had closed the connection before the
-	// last request reached it: the request may be sent again elsewhere.
+	// stale is set when the server closed the connection before answering
+	// the last request, and that request may be sent again elsewhere:
+	// none of it reached the server, or it is replayable.
 	stale bool
+}
+
+// countingWriter counts the bytes its connection took.
+type countingWriter struct {
+	w io.Writer
+	n int64
+}
+
+func (cw *countingWriter) Write(p []byte) (int, error) {
+	n, err := cw.w.Write(p)
+	cw.n += int64(n)
+	return n, err
 }
 
 // exchange writes req and reads the head of its response. The body is
@@ -39,6 +54,7 @@ func (c *conn) exchange(req *http.Request) (*http.Response, error) {
 		return nil, cause(ctx)
 	}
 	c.stale = false
+	c.out.n = 0
 	stop := context.AfterFunc(ctx, c.interrupt)
 	fail := func(err error) (*http.Response, error) {
 		if !stop() {
@@ -48,11 +64,11 @@ func (c *conn) exchange(req *http.Request) (*http.Response, error) {
 		return nil, err
 	}
 	if err := req.Write(c.bw); err != nil {
-		c.stale = brokenPipe(err)
+		c.stale = brokenPipe(err) && c.out.n == 0
 		return fail(err)
 	}
 	if err := c.bw.Flush(); err != nil {
-		c.stale = brokenPipe(err)
+		c.stale = brokenPipe(err) && c.out.n == 0
 		return fail(err)
 	}
 	resp, err := c.readResponse(req)
@@ -73,24 +89,31 @@ func (c *conn) exchange(req *http.Request) (*http.Response, error) {
 }
 
 // finish ends an exchange: stop detaches the request's context, and the
-// connection goes back to the transport when reuse is set and the context
-// did not end first (its interrupt may have set a deadline on c).
+// connection goes back to the transport when reuse is set, the context
+// did not end first (its interrupt closed c), and nothing more has come
+// (a server that sends more than it was asked for is out of step).
 func (c *conn) finish(stop func() bool, reuse bool) {
-	if stop() && reuse {
+	if stop() && reuse && c.br.Buffered() == 0 {
 		c.t.put(c)
 		return
 	}
 	c.nc.Close()
 }
 
+// maxInformational bounds the 1xx responses read before the final one,
+// as net/http does.
+const maxInformational = 5
+
 // readResponse reads the final response to req, past any informational
 // ones.
 func (c *conn) readResponse(req *http.Request) (*http.Response, error) {
 	if _, err := c.br.Peek(1); err != nil {
-		c.stale = errors.Is(err, io.EOF) || brokenPipe(err)
+		// Closed before answering: the request may go again only when
+		// none of it arrived or running it twice is harmless.
+		c.stale = (errors.Is(err, io.EOF) || brokenPipe(err)) && (c.out.n == 0 || replayable(req))
 		return nil, err
 	}
-	for {
+	for range maxInformational + 1 {
 		resp, err := http.ReadResponse(c.br, req)
 		if err != nil {
 			return nil, err
@@ -103,28 +126,53 @@ func (c *conn) readResponse(req *http.Request) (*http.Response, error) {
 		}
 		return resp, nil
 	}
+	return nil, errors.New("h1: the server sent too many informational (1xx) responses")
 }
 
 // interrupt ends the I/O in progress on c: its request's context ended.
-func (c *conn) interrupt() { _ = c.nc.SetDeadline(time.Unix(1, 0)) }
+// The connection is never used again.
+func (c *conn) interrupt() { c.nc.Close() }
 
-// alive reports whether an idle connection is still open: nothing has
-// come on it, not even the server's close. It reads the TCP connection
-// with a deadline already passed, so it waits for nothing.
-func (c *conn) alive() bool {
+// idle reports whether an idle connection can carry a request: it is
+// open and nothing has come on it. A server's close, or bytes nobody
+// asked for (a server out of step), show as something to read; the check
+// peeks at the TCP socket without waiting or taking anything from it.
+func (c *conn) idle() bool {
 	if c.br.Buffered() > 0 {
 		return false
 	}
-	raw := c.nc
-	if tc, ok := raw.(interface{ NetConn() net.Conn }); ok {
-		raw = tc.NetConn() // beneath TLS: a byte read here is never used
+	sc, ok := c.raw.(syscall.Conn)
+	if !ok {
+		return true
 	}
-	var one [1]byte
-	_ = raw.SetReadDeadline(time.Now())
-	n, err := raw.Read(one[:])
-	_ = raw.SetReadDeadline(time.Time{})
-	var ne net.Error
-	return n == 0 && errors.As(err, &ne) && ne.Timeout()
+	rc, err := sc.SyscallConn()
+	if err != nil {
+		return false
+	}
+	var (
+		buf    [1]byte
+		rerr   error
+		peeked bool
+	)
+	if err := rc.Control(func(fd uintptr) {
+		_, _, rerr = syscall.Recvfrom(int(fd), buf[:], syscall.MSG_PEEK|syscall.MSG_DONTWAIT)
+		peeked = true
+	}); err != nil || !peeked {
+		return false
+	}
+	// Nothing to read, not even an end: alive. A byte, an end (0 bytes,
+	// no error) or an error (a reset): not.
+	return errors.Is(rerr, syscall.EAGAIN) || errors.Is(rerr, syscall.EWOULDBLOCK)
+}
+
+// replayable reports whether req may be sent twice, as net/http decides:
+// its method is safe, or it carries an idempotency key.
+func replayable(req *http.Request) bool {
+	switch req.Method {
+	case http.MethodGet, http.MethodHead, http.MethodOptions, http.MethodTrace:
+		return true
+	}
+	return req.Header.Get("Idempotency-Key") != "" || req.Header.Get("X-Idempotency-Key") != ""
 }
 
 // brokenPipe reports whether err says the peer had closed the connection.
@@ -177,7 +225,7 @@ func (b *body) Read(p []byte) (int, error) {
 // Close ends the body; one not read to its end closes the connection,
 // which also ends a Read blocked on it.
 func (b *body) Close() error {
-	b.end(false, errors.New("h1: read on a closed response body"))
+	b.end(false, http.ErrBodyReadAfterClose)
 	return nil
 }
 

@@ -28,6 +28,8 @@ import (
 	"net/http"
 	"sync"
 	"time"
+
+	"golang.org/x/net/http/httpguts"
 )
 
 // Defaults for a transport whose base leaves them unset.
@@ -35,10 +37,6 @@ const (
 	defaultMaxIdlePerHost = 64
 	defaultIdleTimeout    = 90 * time.Second
 	dialTimeout           = 30 * time.Second
-	// probeAfter is how long a connection may sit idle before it is checked
-	// for a close by the server when taken; servers commonly drop idle
-	// connections after a few seconds (Node's default is 5).
-	probeAfter = time.Second
 	// maxBody is the largest request body the transport writes itself. A
 	// server may answer a large upload early (413) and stop reading it;
 	// net/http reads that answer while it writes, where a writer on the
@@ -89,16 +87,20 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 	resp, err := c.exchange(req)
 	if err != nil && reused && c.stale && rewindable(req) && req.Context().Err() == nil {
-		// The server closed a kept-alive connection before reading the
-		// request; net/http sends such a request again too.
-		if req, err = rewound(req); err != nil {
+		// The server closed a kept-alive connection as the request went
+		// out, and none of it arrived or it is safe to repeat; net/http
+		// sends such a request again too.
+		again, err := rewound(req)
+		if err != nil {
 			return nil, err
 		}
-		if c, err = t.dialConn(req.Context(), key, req); err != nil {
-			closeBody(req)
+		if c, err = t.dialConn(again.Context(), key, again); err != nil {
+			closeBody(again)
 			return nil, err
 		}
-		resp, err = c.exchange(req)
+		if resp, err = c.exchange(again); err == nil {
+			resp.Request = req
+		}
 	}
 	return resp, err
 }
@@ -124,7 +126,8 @@ func (t *Transport) CloseIdleConnections() {
 
 // takes reports whether the transport sends req itself.
 func (t *Transport) takes(req *http.Request) bool {
-	if t.base.DialTLSContext != nil || t.base.DialTLS != nil || t.base.ResponseHeaderTimeout > 0 || t.base.DisableKeepAlives {
+	b := t.base
+	if b.DialTLSContext != nil || b.DialTLS != nil || b.Dial != nil && b.DialContext == nil || b.ResponseHeaderTimeout > 0 || b.DisableKeepAlives {
 		return false
 	}
 	if req.URL == nil || (req.URL.Scheme != "http" && req.URL.Scheme != "https") || req.URL.Host == "" {
@@ -140,6 +143,18 @@ func (t *Transport) takes(req *http.Request) bool {
 	if t.base.Proxy != nil {
 		if u, err := t.base.Proxy(req); err != nil || u != nil {
 			return false
+		}
+	}
+	// net/http refuses a malformed header with an error; Request.Write
+	// would send it mended, so net/http gets it.
+	for k, vs := range req.Header {
+		if !httpguts.ValidHeaderFieldName(k) {
+			return false
+		}
+		for _, v := range vs {
+			if !httpguts.ValidHeaderFieldValue(v) {
+				return false
+			}
 		}
 	}
 	return true
@@ -159,14 +174,11 @@ func (t *Transport) get(ctx context.Context, key string, req *http.Request) (c *
 		cs[len(cs)-1] = nil
 		t.idle[key] = cs[:len(cs)-1]
 		t.mu.Unlock()
-		switch idle := now.Sub(c.lastUsed); {
-		case idle > t.idleTimeout:
+		if now.Sub(c.lastUsed) > t.idleTimeout || !c.idle() {
 			c.nc.Close()
-		case idle > probeAfter && !c.alive():
-			c.nc.Close()
-		default:
-			return c, true, nil
+			continue
 		}
+		return c, true, nil
 	}
 	c, err = t.dialConn(ctx, key, req)
 	return c, false, err
@@ -175,16 +187,20 @@ func (t *Transport) get(ctx context.Context, key string, req *http.Request) (c *
 // dialConn connects to req's origin, through TLS for https.
 func (t *Transport) dialConn(ctx context.Context, key string, req *http.Request) (*conn, error) {
 	addr := hostPort(req)
-	nc, err := t.dial(ctx, "tcp", addr)
+	raw, err := t.dial(ctx, "tcp", addr)
 	if err != nil {
 		return nil, err
 	}
+	nc := raw
 	if req.URL.Scheme == "https" {
 		if nc, err = t.handshake(ctx, nc, req.URL.Hostname()); err != nil {
 			return nil, err
 		}
 	}
-	return &conn{t: t, key: key, nc: nc, br: bufio.NewReaderSize(nc, 8<<10), bw: bufio.NewWriterSize(nc, 8<<10)}, nil
+	c := &conn{t: t, key: key, nc: nc, raw: raw, br: bufio.NewReaderSize(nc, 8<<10)}
+	c.out = &countingWriter{w: nc}
+	c.bw = bufio.NewWriterSize(c.out, 8<<10)
+	return c, nil
 }
 
 // handshake runs the TLS handshake on nc with the base's settings,
@@ -229,27 +245,34 @@ func (t *Transport) put(c *conn) {
 
 // closeExpired closes the connections idle longer than the idle timeout,
 // as net/http does, so an origin no longer called holds no sockets; it
-// runs again while any connection waits.
+// runs again when the oldest remaining connection expires.
 func (t *Transport) closeExpired() {
-	deadline := time.Now().Add(-t.idleTimeout)
-	var expired []*conn
+	now := time.Now()
+	deadline := now.Add(-t.idleTimeout)
+	var (
+		expired []*conn
+		oldest  time.Time
+	)
 	t.mu.Lock()
 	for key, cs := range t.idle {
 		// Most recently used last: the expired ones are a prefix.
 		n := 0
-		for n < len(cs) && cs[n].lastUsed.Before(deadline) {
+		for n < len(cs) && !cs[n].lastUsed.After(deadline) {
 			n++
 		}
 		expired = append(expired, cs[:n]...)
 		if n == len(cs) {
 			delete(t.idle, key)
-		} else {
-			t.idle[key] = append(cs[:0:0], cs[n:]...)
+			continue
+		}
+		t.idle[key] = append(cs[:0:0], cs[n:]...)
+		if oldest.IsZero() || cs[n].lastUsed.Before(oldest) {
+			oldest = cs[n].lastUsed
 		}
 	}
 	t.sweep = nil
-	if len(t.idle) > 0 {
-		t.sweep = time.AfterFunc(t.idleTimeout, t.closeExpired)
+	if !oldest.IsZero() {
+		t.sweep = time.AfterFunc(oldest.Add(t.idleTimeout).Sub(now), t.closeExpired)
 	}
 	t.mu.Unlock()
 	for _, c := range expired {

@@ -1,6 +1,7 @@
 package h1_test
 
 import (
+	"bufio"
 	"context"
 	"errors"
 	"fmt"
@@ -427,5 +428,126 @@ func TestNotReused(t *testing.T) {
 	big := strings.Repeat("b", 200<<10)
 	if got, _ := post(t, t.Context(), c, s.URL, big); got != big {
 		t.Fatalf("a 200 KiB body came back as %d bytes", len(got))
+	}
+}
+
+// rawServer runs answer for every request read on every connection it
+// accepts: a server written by hand, to misbehave in ways net/http's
+// server does not.
+func rawServer(t *testing.T, answer func(c net.Conn, conn, i int, req *http.Request) bool) string {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	t.Cleanup(func() { l.Close(); wg.Wait() })
+	wg.Go(func() {
+		for n := 0; ; n++ {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			t.Cleanup(func() { c.Close() })
+			wg.Go(func() {
+				defer c.Close()
+				br := bufio.NewReader(c)
+				for i := 0; ; i++ {
+					req, err := http.ReadRequest(br)
+					if err != nil {
+						return
+					}
+					_, _ = io.Copy(io.Discard, req.Body)
+					if !answer(c, n, i, req) {
+						return
+					}
+				}
+			})
+		}
+	})
+	return "http://" + l.Addr().String()
+}
+
+func reply(c net.Conn, body string) {
+	_, _ = fmt.Fprintf(c, "HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n%s", len(body), body)
+}
+
+// TestOutOfStep has a server send a response nobody asked for after its
+// first answer, in the same write or a moment later. Every caller still
+// gets the answer to its own request: a connection with unread bytes is
+// never used again.
+func TestOutOfStep(t *testing.T) {
+	for _, late := range []bool{false, true} {
+		t.Run(map[bool]string{false: "same write", true: "later"}[late], func(t *testing.T) {
+			sent := make(chan struct{})
+			url := rawServer(t, func(c net.Conn, conn, i int, req *http.Request) bool {
+				name := req.URL.Query().Get("who")
+				if conn == 0 && i == 0 {
+					extra := "HTTP/1.1 200 OK\r\nContent-Length: 11\r\n\r\nfor nobody!"
+					if late {
+						reply(c, "for "+name)
+						_, _ = io.WriteString(c, extra)
+					} else {
+						_, _ = fmt.Fprintf(c, "HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\nfor %s%s", len(name)+4, name, extra)
+					}
+					close(sent) // on loopback, written is delivered
+					return true
+				}
+				reply(c, "for "+name)
+				return true
+			})
+			c := &http.Client{Transport: h1.New(&http.Transport{})}
+			t.Cleanup(c.CloseIdleConnections)
+			for i, who := range []string{"alice", "bob", "carol"} {
+				if i == 1 {
+					<-sent
+				}
+				got, _ := post(t, t.Context(), c, url+"?who="+who, "x")
+				if got != "for "+who {
+					t.Fatalf("%s got %q", who, got)
+				}
+			}
+		})
+	}
+}
+
+// TestNoReplay has a server read a POST and then drop the connection
+// without answering, as a crashing handler would: the caller gets an
+// error and the POST is not sent again, as with net/http. A GET, which is
+// safe to repeat, is.
+func TestNoReplay(t *testing.T) {
+	var seen sync.Map
+	url := rawServer(t, func(c net.Conn, _, i int, req *http.Request) bool {
+		n, _ := seen.LoadOrStore(req.Method+" "+req.URL.Path, new(atomic.Int32))
+		n.(*atomic.Int32).Add(1)
+		if req.URL.Path == "/crash" {
+			return false
+		}
+		reply(c, "ok")
+		return true
+	})
+	c := &http.Client{Transport: h1.New(&http.Transport{})}
+	t.Cleanup(c.CloseIdleConnections)
+	count := func(key string) int32 {
+		n, ok := seen.Load(key)
+		if !ok {
+			return 0
+		}
+		return n.(*atomic.Int32).Load()
+	}
+	for _, method := range []string{http.MethodPost, http.MethodGet} {
+		post(t, t.Context(), c, url+"/warm", "x") // a kept-alive connection to reuse
+		req, _ := http.NewRequest(method, url+"/crash", strings.NewReader("x"))
+		if method == http.MethodGet {
+			req.Body, req.GetBody, req.ContentLength = nil, nil, 0
+		}
+		if _, err := c.Do(req); err == nil {
+			t.Fatalf("%s: no error from a server that crashed", method)
+		}
+	}
+	if n := count("POST /crash"); n != 1 {
+		t.Fatalf("the POST reached the server %d times, want 1", n)
+	}
+	if n := count("GET /crash"); n != 2 {
+		t.Fatalf("the GET reached the server %d times, want 2 (sent again once)", n)
 	}
 }
