@@ -2,12 +2,14 @@ package h1
 
 import (
 	"bufio"
+	"compress/gzip"
 	"context"
 	"crypto/tls"
 	"errors"
 	"io"
 	"net"
 	"net/http"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -63,7 +65,8 @@ func (c *conn) exchange(req *http.Request) (*http.Response, error) {
 		c.nc.Close()
 		return nil, err
 	}
-	if err := req.Write(c.bw); err != nil {
+	wire, gz := c.t.askGzip(req)
+	if err := wire.Write(c.bw); err != nil {
 		c.stale = brokenPipe(err) && c.out.n == 0
 		return fail(err)
 	}
@@ -71,10 +74,11 @@ func (c *conn) exchange(req *http.Request) (*http.Response, error) {
 		c.stale = brokenPipe(err) && c.out.n == 0
 		return fail(err)
 	}
-	resp, err := c.readResponse(req)
+	resp, err := c.readResponse(wire)
 	if err != nil {
 		return fail(err)
 	}
+	resp.Request = req
 	if tc, ok := c.nc.(*tls.Conn); ok {
 		state := tc.ConnectionState()
 		resp.TLS = &state
@@ -85,8 +89,37 @@ func (c *conn) exchange(req *http.Request) (*http.Response, error) {
 		return resp, nil
 	}
 	resp.Body = &body{rc: resp.Body, c: c, ctx: ctx, stop: stop, reusable: reuse}
+	if gz && strings.EqualFold(resp.Header.Get("Content-Encoding"), "gzip") {
+		// As net/http: the caller reads the answer as sent before it was
+		// compressed, and is told so.
+		resp.Header.Del("Content-Encoding")
+		resp.Header.Del("Content-Length")
+		resp.ContentLength, resp.Uncompressed = -1, true
+		resp.Body = &gunzip{body: resp.Body}
+	}
 	return resp, nil
 }
+
+// gunzip decompresses a gzip-encoded body as it is read. The compressed
+// body is read to its end (gzip reads past its last member), which hands
+// the connection back.
+type gunzip struct {
+	body io.ReadCloser
+	zr   *gzip.Reader
+	err  error
+}
+
+func (g *gunzip) Read(p []byte) (int, error) {
+	if g.zr == nil && g.err == nil {
+		g.zr, g.err = gzip.NewReader(g.body)
+	}
+	if g.err != nil {
+		return 0, g.err
+	}
+	return g.zr.Read(p)
+}
+
+func (g *gunzip) Close() error { return g.body.Close() }
 
 // finish ends an exchange: stop detaches the request's context, and the
 // connection goes back to the transport when reuse is set, the context

@@ -12,7 +12,8 @@
 // connections for the next call.
 //
 // It takes what it can do exactly as net/http would (http and https
-// origins reached without a proxy, requests whose body length is known) and hands
+// origins reached without a proxy, requests whose body length is known,
+// gzip asked for and undone as net/http does) and hands
 // everything else to the net/http transport it was built from, which also
 // lends it its dialer (so netguard's checks apply to every connection) and
 // TLS settings.
@@ -225,6 +226,27 @@ func (t *Transport) handshake(ctx context.Context, nc net.Conn, host string) (ne
 		return nil, err
 	}
 	return tc, nil
+}
+
+// acceptGzip is the Accept-Encoding net/http's transport adds.
+var acceptGzip = []string{"gzip"}
+
+// askGzip returns the request to write: req asking for a gzip-compressed
+// answer when net/http's transport would (the caller named no encoding and
+// no range, and compression is on), with whether it does. req itself is
+// not changed.
+func (t *Transport) askGzip(req *http.Request) (*http.Request, bool) {
+	if t.base.DisableCompression || req.Method == http.MethodHead || req.Header.Get("Accept-Encoding") != "" || req.Header.Get("Range") != "" {
+		return req, false
+	}
+	h := make(http.Header, len(req.Header)+1)
+	for k, v := range req.Header {
+		h[k] = v
+	}
+	h["Accept-Encoding"] = acceptGzip
+	wire := *req
+	wire.Header = h
+	return &wire, true
 }
 
 // put keeps c for the next request to its origin, or closes it.

@@ -2,6 +2,7 @@ package h1_test
 
 import (
 	"bufio"
+	"compress/gzip"
 	"context"
 	"errors"
 	"fmt"
@@ -549,5 +550,46 @@ func TestNoReplay(t *testing.T) {
 	}
 	if n := count("GET /crash"); n != 2 {
 		t.Fatalf("the GET reached the server %d times, want 2 (sent again once)", n)
+	}
+}
+
+// TestGzip asks for a compressed answer and undoes it, as net/http does,
+// unless the caller chose an encoding itself; the connection carries on
+// either way.
+func TestGzip(t *testing.T) {
+	const text = "a long answer, a long answer, a long answer"
+	s := newServer(t, false, func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("Accept-Encoding") != "gzip" {
+			_, _ = io.WriteString(w, "plain: "+r.Header.Get("Accept-Encoding"))
+			return
+		}
+		w.Header().Set("Content-Encoding", "gzip")
+		zw := gzip.NewWriter(w)
+		_, _ = io.WriteString(zw, text)
+		_ = zw.Close()
+	})
+	c, _ := s.client(t)
+	for range 2 {
+		got, resp := post(t, t.Context(), c, s.URL, "x")
+		if got != text || !resp.Uncompressed || resp.Header.Get("Content-Encoding") != "" || resp.ContentLength != -1 {
+			t.Fatalf("got %q, uncompressed %v, header %v", got, resp.Uncompressed, resp.Header)
+		}
+	}
+	req, _ := http.NewRequest(http.MethodGet, s.URL, nil)
+	req.Header.Set("Accept-Encoding", "identity")
+	resp, err := c.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if string(got) != "plain: identity" || resp.Uncompressed {
+		t.Fatalf("got %q", got)
+	}
+	if req.Header.Get("Accept-Encoding") != "identity" || len(req.Header) != 1 {
+		t.Fatalf("the caller's request was changed: %v", req.Header)
+	}
+	if n := s.conns.Load(); n != 1 {
+		t.Fatalf("%d connections, want 1", n)
 	}
 }
