@@ -308,7 +308,10 @@ func origin(req *http.Request) string { return req.URL.Scheme + "://" + hostPort
 func hostPort(req *http.Request) string {
 	host, port := req.URL.Hostname(), req.URL.Port()
 	if port == "" {
-		port = map[string]string{"http": "80", "https": "443"}[req.URL.Scheme]
+		port = "80"
+		if req.URL.Scheme == "https" {
+			port = "443"
+		}
 	}
 	return net.JoinHostPort(host, port)
 }
