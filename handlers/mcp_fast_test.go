@@ -128,6 +128,8 @@ func TestMCPFastPath(t *testing.T) {
 		{"search not found", search, "call_tool", map[string]any{"path": "notes.notes.get_nte", "arguments": map[string]any{}}, true, "not_found"},
 		{"search invalid", search, "call_tool", map[string]any{"path": "notes.notes.create_note", "arguments": map[string]any{"body": map[string]any{"text": 5}}}, true, "/body/text"},
 		{"search no path", search, "call_tool", map[string]any{"arguments": map[string]any{}}, true, "path is required"},
+		{"search padded path", search, "call_tool", map[string]any{"path": " notes.notes.get_note\t", "arguments": map[string]any{"id": 9}}, false, "note 9"},
+		{"search path only", search, "call_tool", map[string]any{"path": "notes.notes.get_note"}, true, "/id"},
 		{"direct call", direct, "notes__notes__get_note", map[string]any{"id": 7}, false, "note 7"},
 		{"direct invalid", direct, "notes__notes__get_note", map[string]any{"id": "x"}, true, "/id"},
 	}
@@ -191,6 +193,17 @@ func TestMCPFastPath(t *testing.T) {
 		}
 		if r := search.post(`{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"call_tool","arguments":{"path":"notes.notes.get_note","arguments":{"id":2}}},"extra":1}`); !strings.HasPrefix(r.contentType, "text/event-stream") {
 			t.Fatalf("unknown field: %s %s", r.contentType, r.body)
+		}
+		// A repeated key, and a key written with escapes, are the SDK's to
+		// read: it decides which value counts.
+		for _, body := range []string{
+			`{"jsonrpc":"2.0","id":70,"method":"tools/call","params":{"name":"call_tool","name":"call_tool","arguments":{"path":"notes.notes.get_note","arguments":{"id":2}}}}`,
+			`{"jsonrpc":"2.0","id":71,"\u006dethod":"tools/call","params":{"name":"call_tool","arguments":{"path":"notes.notes.get_note","arguments":{"id":2}}}}`,
+			`{"jsonrpc":"2.0","id":72,"method":"tools/call","params":{"name":"call_tool","arguments":{"path":"notes.notes.get_note","arguments":{"id":2}}},"params":{}}`,
+		} {
+			if r := search.post(body); r.status == http.StatusOK && strings.HasPrefix(r.contentType, "application/json") {
+				t.Fatalf("answered by the fast path: %s\n%s", body, r.body)
+			}
 		}
 		// Keys spelled in another case mean nothing to the SDK, so they
 		// must not steer the fast path: no method is a response (202,

@@ -7,7 +7,6 @@ import (
 	"errors"
 	"io"
 	"net/http"
-	"slices"
 	"strings"
 	"sync"
 	"unicode/utf8"
@@ -15,6 +14,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/toolgate/toolgate/internal/gateway"
+	"github.com/toolgate/toolgate/internal/jsonscan"
 )
 
 // The fast path answers the request agents send most, one tools/call on a
@@ -153,23 +153,23 @@ func (s *sessions) fast(w http.ResponseWriter, r *http.Request, c caller) bool {
 // not, nothing was written and the SDK serves the request.
 func (s *sessions) fastCall(w http.ResponseWriter, r *http.Request, ls *liveSession, c caller, body []byte) bool {
 	body = bytes.TrimSpace(body)
-	if len(body) == 0 || body[0] != '{' {
-		return false // empty, or a batch: the SDK answers
+	if len(body) == 0 || body[0] != '{' || !json.Valid(body) {
+		return false // empty, a batch or not JSON: the SDK answers
 	}
-	req, ok := exactObject(body, "jsonrpc", "id", "method", "params")
-	if !ok || string(req["jsonrpc"]) != `"2.0"` {
+	req, ok := parseFastRequest(body)
+	if !ok || string(req.jsonrpc) != `"2.0"` {
 		return false
 	}
-	method, _ := plainString(req["method"])
-	rawID, hasID := req["id"]
-	if method == "notifications/cancelled" && !hasID {
-		return s.fastCancel(w, ls, req["params"])
+	method, _ := plainString(req.method)
+	if method == "notifications/cancelled" && req.id == nil {
+		return s.fastCancel(w, ls, req.params)
 	}
+	rawID := json.RawMessage(req.id)
 	id, ok := plainID(rawID)
 	if !ok || method != "tools/call" {
 		return false
 	}
-	p, ok := parseFastParams(req["params"])
+	p, ok := parseFastParams(req.params)
 	if !ok {
 		return false
 	}
@@ -238,7 +238,7 @@ func (h *Handler) fastTarget(ls *liveSession, p fastParams) (path string, args j
 		if p.Name != "call_tool" {
 			return "", nil, nil, false
 		}
-		in, bad := parseCallTool(p.Arguments)
+		in, bad := fastCallTool(p.Arguments)
 		if bad != nil {
 			return "", nil, bad, true
 		}
@@ -264,47 +264,104 @@ func (s *sessions) fastCancel(w http.ResponseWriter, ls *liveSession, params jso
 	return true
 }
 
-// exactObject returns the members of the JSON object data when its keys
-// are all among keys, spelled exactly: encoding/json matches field names
-// regardless of case, and the SDK does not, so a "Method" or "Name" the
-// SDK would ignore must not steer the fast path. Anything else is left to
-// the SDK. A JSON null gives an empty object. Each level of a request is
-// read once this way, instead of once to check its keys and again into a
-// struct.
-func exactObject(data []byte, keys ...string) (map[string]json.RawMessage, bool) {
-	var fields map[string]json.RawMessage
-	if len(data) == 0 || json.Unmarshal(data, &fields) != nil {
-		return nil, false
-	}
-	for k := range fields {
-		if !slices.Contains(keys, k) {
-			return nil, false
-		}
-	}
-	return fields, true
+// fastRequest is a JSON-RPC message's members as written, each nil when
+// absent; they alias the request body.
+type fastRequest struct {
+	jsonrpc, id, method, params []byte
 }
 
-// parseFastParams reads tools/call's params; ok is false when they ask
-// something of the transport (a progress token, the 2026-07-28 protocol's
-// fields) or are not what the fast path reads exactly.
-func parseFastParams(raw json.RawMessage) (p fastParams, ok bool) {
-	f, ok := exactObject(raw, "name", "arguments", "_meta")
-	if !ok {
+// parseFastRequest finds the members of a JSON-RPC message, which must be
+// valid JSON. ok is false for anything the fast path leaves to the SDK: a
+// key it does not know, a key spelled in another case (encoding/json would
+// match it, the SDK does not) or with escapes, and a repeated key.
+func parseFastRequest(body []byte) (req fastRequest, ok bool) {
+	ok = jsonscan.Members(body, func(k, v []byte) bool {
+		switch string(k) {
+		case "jsonrpc":
+			return once(&req.jsonrpc, v)
+		case "id":
+			return once(&req.id, v)
+		case "method":
+			return once(&req.method, v)
+		case "params":
+			return once(&req.params, v)
+		}
+		return false
+	})
+	return req, ok
+}
+
+// once sets *dst to v unless it is set already: a repeated key.
+func once(dst *[]byte, v []byte) bool {
+	if *dst != nil {
+		return false
+	}
+	*dst = v
+	return true
+}
+
+// parseFastParams reads tools/call's params, from a body already checked
+// valid; ok is false when they ask something of the transport (a progress
+// token, the 2026-07-28 protocol's fields) or are not what the fast path
+// reads exactly.
+func parseFastParams(raw []byte) (p fastParams, ok bool) {
+	var name, args, meta []byte
+	if raw == nil || !jsonscan.Members(raw, func(k, v []byte) bool {
+		switch string(k) {
+		case "name":
+			return once(&name, v)
+		case "arguments":
+			return once(&args, v)
+		case "_meta":
+			return once(&meta, v)
+		}
+		return false
+	}) {
 		return p, false
 	}
-	if name, present := f["name"]; present {
+	if name != nil {
 		if p.Name, ok = plainString(name); !ok {
 			return p, false
 		}
 	}
-	if meta, present := f["_meta"]; present {
-		var m map[string]json.RawMessage
-		if json.Unmarshal(meta, &m) != nil || !plainMeta(m) {
-			return p, false
-		}
+	if meta != nil && !plainMeta(meta) {
+		return p, false
 	}
-	p.Arguments = f["arguments"]
+	p.Arguments = args
 	return p, true
+}
+
+// fastCallTool reads call_tool's arguments as parseCallTool does, without
+// decoding them when they are plainly written; anything else goes through
+// parseCallTool itself, so both paths refuse and accept the same input.
+func fastCallTool(raw []byte) (callToolInput, *mcp.CallToolResult) {
+	var path, args, approval []byte
+	plain := raw != nil && jsonscan.Members(raw, func(k, v []byte) bool {
+		switch string(k) {
+		case "path":
+			return once(&path, v)
+		case "arguments":
+			return once(&args, v)
+		case "approval_id":
+			return once(&approval, v)
+		}
+		return false
+	})
+	var in callToolInput
+	var ok bool
+	if plain {
+		in.Path, ok = plainString(path)
+		plain = ok
+	}
+	if plain && approval != nil {
+		in.ApprovalID, ok = plainString(approval)
+		plain = ok
+	}
+	if !plain || strings.TrimSpace(in.Path) != in.Path || in.Path == "" || strings.TrimSpace(in.ApprovalID) != in.ApprovalID {
+		return parseCallTool(raw)
+	}
+	in.Arguments = args
+	return in, nil
 }
 
 // plainString is the JSON string raw holds, read without a second decoder
@@ -348,14 +405,12 @@ func plainID(raw json.RawMessage) (string, bool) {
 }
 
 // plainMeta reports whether a request's _meta asks nothing of the
-// transport: no progress token and no protocol fields.
-func plainMeta(meta map[string]json.RawMessage) bool {
-	for k := range meta {
-		if k == "progressToken" || strings.HasPrefix(k, "io.modelcontextprotocol/") {
-			return false
-		}
-	}
-	return true
+// transport: an object (or null) with no progress token and no protocol
+// fields.
+func plainMeta(meta []byte) bool {
+	return jsonscan.Members(meta, func(k, _ []byte) bool {
+		return string(k) != "progressToken" && !strings.HasPrefix(string(k), "io.modelcontextprotocol/")
+	})
 }
 
 func writeJSON(w http.ResponseWriter, status int, body []byte) {

@@ -1,0 +1,151 @@
+// Package jsonscan finds the members of a JSON object without decoding
+// them: each key as written and each value as its raw bytes, which alias
+// the input. Decoding a small object into a map or a struct costs a
+// validation pass per nesting level, a map and a copy of every value;
+// this costs one pass over the bytes and no allocation. It is for the
+// request paths where that difference is measured (the /mcp fast path);
+// everything else should decode normally.
+//
+// The input must already be valid JSON (json.Valid): jsonscan only finds
+// where values start and end, and says nothing useful about invalid input.
+package jsonscan
+
+// Members calls fn with the key and the raw value of each member of the
+// JSON object data, in order, and stops when fn returns false. A JSON null
+// is an object with no members. It returns false when data is neither an
+// object nor null, when a key has an escape sequence (its bytes would not
+// be its value), or when fn returned false; true when every member was
+// seen.
+func Members(data []byte, fn func(key, value []byte) bool) bool {
+	i := skipSpace(data, 0)
+	if i < len(data) && data[i] == 'n' {
+		return string(trimRight(data[i:])) == "null"
+	}
+	if i >= len(data) || data[i] != '{' {
+		return false
+	}
+	i = skipSpace(data, i+1)
+	if i < len(data) && data[i] == '}' {
+		return true
+	}
+	for i < len(data) {
+		if data[i] != '"' {
+			return false
+		}
+		end := stringEnd(data, i)
+		if end < 0 {
+			return false
+		}
+		key := data[i+1 : end-1]
+		for _, b := range key {
+			if b == '\\' {
+				return false
+			}
+		}
+		i = skipSpace(data, end)
+		if i >= len(data) || data[i] != ':' {
+			return false
+		}
+		start := skipSpace(data, i+1)
+		stop := valueEnd(data, start)
+		if stop < 0 {
+			return false
+		}
+		if !fn(key, data[start:stop]) {
+			return false
+		}
+		i = skipSpace(data, stop)
+		if i >= len(data) {
+			return false
+		}
+		switch data[i] {
+		case ',':
+			i = skipSpace(data, i+1)
+		case '}':
+			return true
+		default:
+			return false
+		}
+	}
+	return false
+}
+
+// valueEnd is the index just past the value that starts at data[i], or -1.
+func valueEnd(data []byte, i int) int {
+	if i >= len(data) {
+		return -1
+	}
+	switch data[i] {
+	case '"':
+		return stringEnd(data, i)
+	case '{', '[':
+		depth := 0
+		for j := i; j < len(data); j++ {
+			switch data[j] {
+			case '"':
+				end := stringEnd(data, j)
+				if end < 0 {
+					return -1
+				}
+				j = end - 1
+			case '{', '[':
+				depth++
+			case '}', ']':
+				depth--
+				if depth == 0 {
+					return j + 1
+				}
+			}
+		}
+		return -1
+	default: // a number, true, false or null
+		j := i
+		for j < len(data) {
+			switch data[j] {
+			case ',', '}', ']', ' ', '\t', '\n', '\r':
+				return j
+			}
+			j++
+		}
+		return j
+	}
+}
+
+// stringEnd is the index just past the string whose opening quote is at
+// data[i], or -1.
+func stringEnd(data []byte, i int) int {
+	for j := i + 1; j < len(data); j++ {
+		switch data[j] {
+		case '\\':
+			j++ // the escaped byte cannot end the string
+		case '"':
+			return j + 1
+		}
+	}
+	return -1
+}
+
+func skipSpace(data []byte, i int) int {
+	for i < len(data) {
+		switch data[i] {
+		case ' ', '\t', '\n', '\r':
+			i++
+		default:
+			return i
+		}
+	}
+	return i
+}
+
+func trimRight(data []byte) []byte {
+	n := len(data)
+	for n > 0 {
+		switch data[n-1] {
+		case ' ', '\t', '\n', '\r':
+			n--
+		default:
+			return data[:n]
+		}
+	}
+	return data[:n]
+}

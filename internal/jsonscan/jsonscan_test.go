@@ -1,0 +1,163 @@
+package jsonscan
+
+import (
+	"bytes"
+	"encoding/json"
+	"testing"
+	"unicode/utf8"
+)
+
+type member struct{ key, value string }
+
+func members(t testing.TB, data string) ([]member, bool) {
+	t.Helper()
+	var got []member
+	ok := Members([]byte(data), func(k, v []byte) bool {
+		got = append(got, member{string(k), string(v)})
+		return true
+	})
+	return got, ok
+}
+
+func TestMembers(t *testing.T) {
+	for _, tc := range []struct {
+		name, data string
+		want       []member
+		ok         bool
+	}{
+		{"empty object", `{}`, nil, true},
+		{"null", ` null `, nil, true},
+		{"spaced empty", " {\n\t} ", nil, true},
+		{"flat", `{"a":1,"b":"x","c":true,"d":null,"e":-1.5e3}`,
+			[]member{{"a", "1"}, {"b", `"x"`}, {"c", "true"}, {"d", "null"}, {"e", "-1.5e3"}}, true},
+		{"nested", `{"params":{"name":"call_tool","arguments":{"path":"a.b","arguments":{"x":[1,{"y":"}"}]}}},"id":7}`,
+			[]member{{"params", `{"name":"call_tool","arguments":{"path":"a.b","arguments":{"x":[1,{"y":"}"}]}}}`}, {"id", "7"}}, true},
+		{"strings with brackets and escapes", `{"a":"{[\"]}","b":["\\",""]}`,
+			[]member{{"a", `"{[\"]}"`}, {"b", `["\\",""]`}}, true},
+		{"whitespace everywhere", " { \"a\" :\n[ 1 , 2 ] ,\t\"b\" : { } } ",
+			[]member{{"a", "[ 1 , 2 ]"}, {"b", "{ }"}}, true},
+		{"escaped key", `{"\u006dethod":"x"}`, nil, false},
+		{"array", `[1,2]`, nil, false},
+		{"string", `"x"`, nil, false},
+		{"number", `12`, nil, false},
+		{"truncated", `{"a":1`, []member{{"a", "1"}}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, ok := members(t, tc.data)
+			if ok != tc.ok {
+				t.Fatalf("ok %v, want %v (members %q)", ok, tc.ok, got)
+			}
+			if len(got) != len(tc.want) {
+				t.Fatalf("members %q, want %q", got, tc.want)
+			}
+			for i := range got {
+				if got[i] != tc.want[i] {
+					t.Fatalf("member %d: %q, want %q", i, got[i], tc.want[i])
+				}
+			}
+		})
+	}
+}
+
+func TestMembersStops(t *testing.T) {
+	n := 0
+	ok := Members([]byte(`{"a":1,"b":2,"c":3}`), func(k, v []byte) bool {
+		n++
+		return string(k) != "b"
+	})
+	if ok || n != 2 {
+		t.Fatalf("ok %v after %d members; want false after 2", ok, n)
+	}
+}
+
+func TestMembersDoesNotAllocate(t *testing.T) {
+	data := []byte(`{"jsonrpc":"2.0","id":12,"method":"tools/call","params":{"name":"call_tool","arguments":{"path":"x.y","arguments":{"m":"hi"}}}}`)
+	allocs := testing.AllocsPerRun(100, func() {
+		Members(data, func(k, v []byte) bool { return true })
+	})
+	if allocs != 0 {
+		t.Fatalf("%v allocations per scan, want 0", allocs)
+	}
+}
+
+// FuzzMembers checks Members against encoding/json on every valid object
+// without escaped or repeated keys: the same keys, and values that decode
+// to the same thing.
+func FuzzMembers(f *testing.F) {
+	for _, seed := range []string{
+		`{}`, `null`, `{"a":1}`, `{"a":{"b":[1,2,{"c":"d\"}"}]},"e":"f"}`,
+		`{"a" : "\\" , "b":[ ] ,"c":{ }}`, `{"x":-0.5E+2,"y":false,"z":null}`,
+		`{"\n":"k"}`, `{"é":"ü","😀":"\ud83d\ude00"}`, `[{"a":1}]`, `"{}"`,
+	} {
+		f.Add([]byte(seed))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		if !json.Valid(data) || !utf8.Valid(data) {
+			return // encoding/json would replace invalid UTF-8 in keys
+		}
+		var want map[string]json.RawMessage
+		isObject := json.Unmarshal(data, &want) == nil
+		seen := map[string]bool{}
+		repeated := false
+		got := map[string][]byte{}
+		ok := Members(data, func(k, v []byte) bool {
+			if seen[string(k)] {
+				repeated = true
+			}
+			seen[string(k)] = true
+			got[string(k)] = v
+			return true
+		})
+		escaped := bytes.Contains(data, []byte(`\`))
+		switch {
+		case !isObject:
+			if ok {
+				t.Fatalf("Members accepted %q, which is not an object", data)
+			}
+			return
+		case !ok && !escaped:
+			t.Fatalf("Members refused the object %q", data)
+		case !ok || repeated:
+			return
+		}
+		if len(got) != len(want) {
+			t.Fatalf("%d members, encoding/json finds %d in %q", len(got), len(want), data)
+		}
+		for k, v := range want {
+			g, present := got[k]
+			if !present {
+				t.Fatalf("key %q missing from %q", k, data)
+			}
+			var a, b any
+			if json.Unmarshal(g, &a) != nil || json.Unmarshal(v, &b) != nil {
+				t.Fatalf("key %q: value %q does not decode", k, g)
+			}
+			ja, _ := json.Marshal(a)
+			jb, _ := json.Marshal(b)
+			if !bytes.Equal(ja, jb) {
+				t.Fatalf("key %q: %s, encoding/json has %s", k, ja, jb)
+			}
+		}
+	})
+}
+
+func BenchmarkMembers(b *testing.B) {
+	data := []byte(`{"jsonrpc":"2.0","id":12,"method":"tools/call","params":{"name":"call_tool","arguments":{"path":"echo-mcp.echo","arguments":{"message":"toolgate bench echo"}}}}`)
+	b.Run("jsonscan", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if !json.Valid(data) || !Members(data, func(k, v []byte) bool { return true }) {
+				b.Fatal("refused")
+			}
+		}
+	})
+	b.Run("encoding/json map", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			var m map[string]json.RawMessage
+			if json.Unmarshal(data, &m) != nil {
+				b.Fatal("refused")
+			}
+		}
+	})
+}
