@@ -65,8 +65,8 @@ func (c *conn) exchange(req *http.Request) (*http.Response, error) {
 		c.nc.Close()
 		return nil, err
 	}
-	wire, gz := c.t.askGzip(req)
-	if err := wire.Write(c.bw); err != nil {
+	gz := c.t.askGzip(req)
+	if err := writeRequest(c.bw, req, gz); err != nil {
 		c.stale = brokenPipe(err) && c.out.n == 0
 		return fail(err)
 	}
@@ -74,7 +74,7 @@ func (c *conn) exchange(req *http.Request) (*http.Response, error) {
 		c.stale = brokenPipe(err) && c.out.n == 0
 		return fail(err)
 	}
-	resp, err := c.readResponse(wire)
+	resp, err := c.readResponse(req)
 	if err != nil {
 		return fail(err)
 	}

@@ -231,14 +231,15 @@ func (t *Transport) handshake(ctx context.Context, nc net.Conn, host string) (ne
 // acceptGzip is the Accept-Encoding net/http's transport adds.
 var acceptGzip = []string{"gzip"}
 
-// askGzip returns the request to write: req asking for a gzip-compressed
-// answer when net/http's transport would (the caller named no encoding and
-// no range, and compression is on), with whether it does. req itself is
-// not changed.
-func (t *Transport) askGzip(req *http.Request) (*http.Request, bool) {
-	if t.base.DisableCompression || req.Method == http.MethodHead || req.Header.Get("Accept-Encoding") != "" || req.Header.Get("Range") != "" {
-		return req, false
-	}
+// askGzip reports whether req is to ask for a gzip-compressed answer:
+// when net/http's transport would (the caller named no encoding and no
+// range, and compression is on).
+func (t *Transport) askGzip(req *http.Request) bool {
+	return !t.base.DisableCompression && req.Method != http.MethodHead && req.Header.Get("Accept-Encoding") == "" && req.Header.Get("Range") == ""
+}
+
+// withGzip is req asking for gzip; req itself is not changed.
+func withGzip(req *http.Request) *http.Request {
 	h := make(http.Header, len(req.Header)+1)
 	for k, v := range req.Header {
 		h[k] = v
@@ -246,7 +247,7 @@ func (t *Transport) askGzip(req *http.Request) (*http.Request, bool) {
 	h["Accept-Encoding"] = acceptGzip
 	wire := *req
 	wire.Header = h
-	return &wire, true
+	return &wire
 }
 
 // put keeps c for the next request to its origin, or closes it.
