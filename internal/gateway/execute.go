@@ -304,8 +304,12 @@ func (x *exec) shapeMCP(res *mcp.CallToolResult) *mcp.CallToolResult {
 		}
 	}
 	var structured []byte
-	if res.StructuredContent != nil {
-		structured, _ = json.Marshal(res.StructuredContent)
+	switch v := res.StructuredContent.(type) {
+	case nil:
+	case json.RawMessage:
+		structured = v // as the upstream sent it
+	default:
+		structured, _ = json.Marshal(v)
 	}
 	if total <= limit && int64(len(structured)) <= limit && x.auth.Empty() {
 		return res

@@ -149,3 +149,39 @@ func trimRight(data []byte) []byte {
 	}
 	return data[:n]
 }
+
+// Elements calls fn with each element of the JSON array data, in order,
+// and stops when fn returns false. It returns false when data is not an
+// array or fn returned false; true when every element was seen.
+func Elements(data []byte, fn func(value []byte) bool) bool {
+	i := skipSpace(data, 0)
+	if i >= len(data) || data[i] != '[' {
+		return false
+	}
+	i = skipSpace(data, i+1)
+	if i < len(data) && data[i] == ']' {
+		return true
+	}
+	for i < len(data) {
+		stop := valueEnd(data, i)
+		if stop < 0 {
+			return false
+		}
+		if !fn(data[i:stop]) {
+			return false
+		}
+		i = skipSpace(data, stop)
+		if i >= len(data) {
+			return false
+		}
+		switch data[i] {
+		case ',':
+			i = skipSpace(data, i+1)
+		case ']':
+			return true
+		default:
+			return false
+		}
+	}
+	return false
+}

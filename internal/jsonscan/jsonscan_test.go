@@ -3,6 +3,7 @@ package jsonscan
 import (
 	"bytes"
 	"encoding/json"
+	"strings"
 	"testing"
 	"unicode/utf8"
 )
@@ -59,6 +60,30 @@ func TestMembers(t *testing.T) {
 	}
 }
 
+func TestElements(t *testing.T) {
+	for _, tc := range []struct {
+		data string
+		want []string
+		ok   bool
+	}{
+		{`[]`, nil, true},
+		{` [ ] `, nil, true},
+		{`[1,"a",{"b":[2]},[3,4],null,true]`, []string{"1", `"a"`, `{"b":[2]}`, "[3,4]", "null", "true"}, true},
+		{"[ 1 ,\n\"]\" ]", []string{"1", `"]"`}, true},
+		{`{"a":1}`, nil, false},
+		{`null`, nil, false},
+	} {
+		var got []string
+		ok := Elements([]byte(tc.data), func(v []byte) bool {
+			got = append(got, string(v))
+			return true
+		})
+		if ok != tc.ok || strings.Join(got, "|") != strings.Join(tc.want, "|") {
+			t.Errorf("Elements(%s) = %q, %v; want %q, %v", tc.data, got, ok, tc.want, tc.ok)
+		}
+	}
+}
+
 func TestMembersStops(t *testing.T) {
 	n := 0
 	ok := Members([]byte(`{"a":1,"b":2,"c":3}`), func(k, v []byte) bool {
@@ -87,7 +112,7 @@ func FuzzMembers(f *testing.F) {
 	for _, seed := range []string{
 		`{}`, `null`, `{"a":1}`, `{"a":{"b":[1,2,{"c":"d\"}"}]},"e":"f"}`,
 		`{"a" : "\\" , "b":[ ] ,"c":{ }}`, `{"x":-0.5E+2,"y":false,"z":null}`,
-		`{"\n":"k"}`, `{"é":"ü","😀":"\ud83d\ude00"}`, `[{"a":1}]`, `"{}"`,
+		`{"\n":"k"}`, `{"é":"ü","😀":"\ud83d\ude00"}`, `[{"a":1}]`, `"{}"`, `[ 1 , [] ,"]"]`, `[]`,
 	} {
 		f.Add([]byte(seed))
 	}
@@ -108,6 +133,21 @@ func FuzzMembers(f *testing.F) {
 			got[string(k)] = v
 			return true
 		})
+		var wantArray []json.RawMessage
+		if json.Unmarshal(data, &wantArray) == nil {
+			n := 0
+			if !Elements(data, func(v []byte) bool {
+				if n >= len(wantArray) || !sameJSON(v, wantArray[n]) {
+					t.Fatalf("element %d of %q: %q", n, data, v)
+				}
+				n++
+				return true
+			}) || n != len(wantArray) {
+				if !bytes.Equal(bytes.TrimSpace(data), []byte("null")) {
+					t.Fatalf("Elements refused or cut short the array %q after %d", data, n)
+				}
+			}
+		}
 		escaped := bytes.Contains(data, []byte(`\`))
 		switch {
 		case !isObject:
@@ -128,17 +168,22 @@ func FuzzMembers(f *testing.F) {
 			if !present {
 				t.Fatalf("key %q missing from %q", k, data)
 			}
-			var a, b any
-			if json.Unmarshal(g, &a) != nil || json.Unmarshal(v, &b) != nil {
-				t.Fatalf("key %q: value %q does not decode", k, g)
-			}
-			ja, _ := json.Marshal(a)
-			jb, _ := json.Marshal(b)
-			if !bytes.Equal(ja, jb) {
-				t.Fatalf("key %q: %s, encoding/json has %s", k, ja, jb)
+			if !sameJSON(g, v) {
+				t.Fatalf("key %q: %s, encoding/json has %s", k, g, v)
 			}
 		}
 	})
+}
+
+// sameJSON reports whether a and b decode to the same value.
+func sameJSON(a, b []byte) bool {
+	var va, vb any
+	if json.Unmarshal(a, &va) != nil || json.Unmarshal(b, &vb) != nil {
+		return false
+	}
+	ja, _ := json.Marshal(va)
+	jb, _ := json.Marshal(vb)
+	return bytes.Equal(ja, jb)
 }
 
 func BenchmarkMembers(b *testing.B) {

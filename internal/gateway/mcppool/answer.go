@@ -10,9 +10,12 @@ import (
 	"strconv"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/toolgate/toolgate/internal/jsonscan"
 )
 
 // reader reads one answer of the lean path: an application/json body or a
@@ -205,9 +208,15 @@ type message struct {
 	Params  json.RawMessage `json:"params"`
 	Result  *wireResult     `json:"result"`
 	Error   *jsonrpc.Error  `json:"error"`
+	// plain is the result of a response read by plainResponse.
+	plain *mcp.CallToolResult
 }
 
 func (m *message) decode(data []byte) error {
+	*m = message{}
+	if m.plainResponse(data) {
+		return nil
+	}
 	if err := json.Unmarshal(data, m); err != nil {
 		return fmt.Errorf("decode the server's message: %w", err)
 	}
@@ -230,6 +239,9 @@ func (m *message) isResponseTo(id int64) bool {
 // toolResult is the response's result, or the error it carries as the SDK
 // reports it. data is the whole message, for results only the SDK decodes.
 func (m *message) toolResult(data []byte) (*mcp.CallToolResult, error) {
+	if m.plain != nil {
+		return m.plain, nil
+	}
 	if m.Error != nil {
 		return nil, fmt.Errorf("calling %q: %w", "tools/call", m.Error)
 	}
@@ -246,6 +258,117 @@ func (m *message) toolResult(data []byte) (*mcp.CallToolResult, error) {
 		return nil, fmt.Errorf("calling %q: %w", "tools/call", err)
 	}
 	return env.Result, nil
+}
+
+// plainResponse reads the response most tools send, a result of text
+// blocks with structured content, by finding its members rather than
+// decoding it through reflection, which cost more CPU than anything else
+// in reading the answer. It gives the result decode would, except that
+// structured content is kept as sent ([json.RawMessage]): its numbers keep
+// their precision and its keys their order. Anything else, from an
+// unknown member to a block that is not plain text, it leaves to decode,
+// reporting false. data is a pooled buffer: what m keeps is copied.
+func (m *message) plainResponse(data []byte) bool {
+	var version, id, result []byte
+	if !json.Valid(data) || !jsonscan.Members(data, func(k, v []byte) bool {
+		switch string(k) {
+		case "jsonrpc":
+			return once(&version, v)
+		case "id":
+			return once(&id, v)
+		case "result":
+			return once(&result, v)
+		}
+		return false
+	}) || string(version) != `"2.0"` || id == nil || result == nil {
+		return false
+	}
+	res, ok := plainResult(result)
+	if !ok {
+		return false
+	}
+	m.JSONRPC, m.ID, m.plain = "2.0", bytes.Clone(id), res
+	return true
+}
+
+// plainResult is a tools/call result of text blocks, structured content
+// and the error flag, and nothing else.
+func plainResult(raw []byte) (*mcp.CallToolResult, bool) {
+	var content, structured, isError []byte
+	if !jsonscan.Members(raw, func(k, v []byte) bool {
+		switch string(k) {
+		case "content":
+			return once(&content, v)
+		case "structuredContent":
+			return once(&structured, v)
+		case "isError":
+			return once(&isError, v)
+		}
+		return false
+	}) {
+		return nil, false
+	}
+	res := &mcp.CallToolResult{Content: []mcp.Content{}} // never nil, as the SDK's
+	switch string(isError) {
+	case "", "null", "false":
+	case "true":
+		res.IsError = true
+	default:
+		return nil, false
+	}
+	if structured != nil && string(structured) != "null" {
+		res.StructuredContent = json.RawMessage(bytes.Clone(structured))
+	}
+	if content == nil || string(content) == "null" {
+		return res, true
+	}
+	ok := jsonscan.Elements(content, func(v []byte) bool {
+		var kind, text []byte
+		if !jsonscan.Members(v, func(k, v []byte) bool {
+			switch string(k) {
+			case "type":
+				return once(&kind, v)
+			case "text":
+				return once(&text, v)
+			}
+			return false
+		}) || string(kind) != `"text"` {
+			return false
+		}
+		block := &mcp.TextContent{}
+		if text != nil {
+			var ok bool
+			if block.Text, ok = jsonString(text); !ok {
+				return false
+			}
+		}
+		res.Content = append(res.Content, block)
+		return true
+	})
+	return res, ok
+}
+
+// once sets *dst to v unless a repeated key set it already.
+func once(dst *[]byte, v []byte) bool {
+	if *dst != nil {
+		return false
+	}
+	*dst = v
+	return true
+}
+
+// jsonString is the string the JSON value raw holds, decoded by hand when
+// it has no escapes.
+func jsonString(raw []byte) (string, bool) {
+	n := len(raw)
+	if n < 2 || raw[0] != '"' || raw[n-1] != '"' {
+		return "", false
+	}
+	if inner := raw[1 : n-1]; bytes.IndexByte(inner, '\\') < 0 && utf8.Valid(inner) {
+		return string(inner), true
+	}
+	var s string
+	return s, json.Unmarshal(raw, &s) == nil
 }
 
 // wireResult is a CallToolResult as sent, decoded with encoding/json:

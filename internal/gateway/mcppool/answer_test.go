@@ -31,6 +31,10 @@ func TestResultDecodesAsSDK(t *testing.T) {
 		`{"content":[],"structuredContent":7}`,
 		`{"content":[],"structuredContent":null}`,
 		`{"content":[{"type":"text","text":"extra fields","id":"x","name":"n","uri":"u"}],"unknownField":{"deep":[1]}}`,
+		`{"content":[{"type":"text","text":"a \"quoted\" \\ line\nbreak \u00e9"},{"text":"second","type":"text"}],"isError":null}`,
+		`{"isError":true,"structuredContent":{"b":1,"a":{"z":[true,false,null]}},"content":[{"type":"text","text":""}]}`,
+		`{"content":[{"type":"text","text":"twice","text":"again"}]}`,
+		`{"content":[{"type":"text","text":"x"}],"isError":"yes"}`,
 		// Left to the SDK.
 		`{"content":[{"type":"tool_use","id":"t1","name":"calc","input":{"x":1}}]}`,
 		`{"content":[{"type":"tool_result","toolUseId":"t1","content":[{"type":"text","text":"2"}]}]}`,
@@ -59,9 +63,53 @@ func TestResultDecodesAsSDK(t *testing.T) {
 		if wantErr != nil {
 			continue
 		}
+		if raw, ok := res.StructuredContent.(json.RawMessage); ok {
+			// Kept as sent; it decodes to what the SDK holds.
+			var v any
+			if err := json.Unmarshal(raw, &v); err != nil {
+				t.Errorf("%s: structured content %s: %v", raw, raw, err)
+			}
+			res.StructuredContent = v
+		}
 		if diff := cmp.Diff(&want, res, cmp.AllowUnexported(mcp.CallToolResult{})); diff != "" {
 			t.Errorf("%s (-sdk +lean):\n%s", raw, diff)
 		}
+	}
+}
+
+// TestPlainResponse checks which answers are read without reflection:
+// the usual ones are, and anything else falls back to decoding.
+func TestPlainResponse(t *testing.T) {
+	for raw, plain := range map[string]bool{
+		`{"jsonrpc":"2.0","id":3,"result":{"content":[{"type":"text","text":"hi"}],"structuredContent":{"echo":"hi"}}}`: true,
+		` { "result" : { "content" : [ ] } , "id" : "s-1" , "jsonrpc" : "2.0" } `:                                       true,
+		`{"jsonrpc":"2.0","id":3,"result":{"isError":true,"content":[{"type":"text","text":"failed: \u00e9"}]}}`:        true,
+		`{"jsonrpc":"2.0","id":3,"result":{"content":[{"type":"image","data":"AA==","mimeType":"image/png"}]}}`:         false,
+		`{"jsonrpc":"2.0","id":3,"result":{"content":[{"type":"text","text":"hi","_meta":{}}]}}`:                        false,
+		`{"jsonrpc":"2.0","id":3,"result":{"content":[],"_meta":{"k":1}}}`:                                              false,
+		`{"jsonrpc":"2.0","id":3,"error":{"code":-32602,"message":"bad"}}`:                                              false,
+		`{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":"t","progress":1}}`:               false,
+		`{"jsonrpc":"1.0","id":3,"result":{"content":[]}}`:                                                              false,
+		`{"jsonrpc":"2.0","id":3,"id":4,"result":{"content":[]}}`:                                                       false,
+		`{"jsonrpc":"2.0","id":3,"result":{"content":[]}`:                                                               false,
+	} {
+		var m message
+		if got := m.plainResponse([]byte(raw)); got != plain {
+			t.Errorf("plainResponse(%s) = %v, want %v", raw, got, plain)
+		}
+	}
+	// The pooled buffer is reused for the next answer: nothing read from
+	// it may alias it.
+	data := []byte(`{"jsonrpc":"2.0","id":77,"result":{"content":[{"type":"text","text":"kept"}],"structuredContent":{"v":1}}}`)
+	var m message
+	if !m.plainResponse(data) {
+		t.Fatal("not read as plain")
+	}
+	for i := range data {
+		data[i] = 'x'
+	}
+	if string(m.ID) != "77" || m.plain.Content[0].(*mcp.TextContent).Text != "kept" || string(m.plain.StructuredContent.(json.RawMessage)) != `{"v":1}` {
+		t.Fatalf("the message changed with its buffer: %s %+v", m.ID, m.plain)
 	}
 }
 

@@ -3,6 +3,7 @@ package mcppool_test
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -11,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/toolgate/toolgate/internal/gateway/mcppool"
@@ -106,4 +108,25 @@ func eventually(d time.Duration, cond func() bool) bool {
 		time.Sleep(20 * time.Millisecond)
 	}
 	return cond()
+}
+
+// sameResult compares results as an agent sees them: structured content
+// the lean path keeps as sent (json.RawMessage) against what the SDK
+// decodes it to.
+var sameResult = cmp.Options{
+	cmp.AllowUnexported(mcp.CallToolResult{}),
+	cmp.FilterPath(func(p cmp.Path) bool {
+		f, ok := p.Last().(cmp.StructField)
+		return ok && f.Name() == "StructuredContent"
+	}, cmp.Transformer("decoded", func(v any) any {
+		raw, ok := v.(json.RawMessage)
+		if !ok {
+			return v
+		}
+		var out any
+		if err := json.Unmarshal(raw, &out); err != nil {
+			return string(raw)
+		}
+		return out
+	})),
 }

@@ -142,7 +142,7 @@ func TestHTTPLeanAnswerModes(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if diff := cmp.Diff(want, got, cmp.AllowUnexported(mcp.CallToolResult{})); diff != "" {
+			if diff := cmp.Diff(want, got, sameResult); diff != "" {
 				t.Errorf("rich (-sdk +lean):\n%s", diff)
 			}
 			if diff := cmp.Diff(richContent, got.Content); diff != "" {
@@ -513,7 +513,7 @@ func TestHTTPLeanTypeScriptPeer(t *testing.T) {
 		if fmt.Sprint(wantErr) != fmt.Sprint(gotErr) {
 			t.Errorf("%s: errors differ:\nsdk  %v\nlean %v", c.tool, wantErr, gotErr)
 		}
-		if diff := cmp.Diff(want, got, cmp.AllowUnexported(mcp.CallToolResult{})); diff != "" {
+		if diff := cmp.Diff(want, got, sameResult); diff != "" {
 			t.Errorf("%s (-sdk +lean):\n%s", c.tool, diff)
 		}
 		if c.tool != "no-such-tool" && (got == nil || len(got.Content) == 0) {
