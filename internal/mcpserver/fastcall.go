@@ -203,17 +203,16 @@ func (s *sessions) fastCall(w http.ResponseWriter, r *http.Request, ls *liveSess
 	if res.Content == nil {
 		res.Content = []mcp.Content{} // as the SDK: never "null"
 	}
-	result, err := json.Marshal(res)
+	out := make([]byte, 0, 512)
+	out = append(out, `{"jsonrpc":"2.0","id":`...)
+	out = append(out, rawID...)
+	out = append(out, `,"result":`...)
+	out, err := appendResult(out, res)
 	if err != nil {
 		s.h.log.Error("mcp: encode result", "tool", path, "error", err)
 		writeRPCError(w, http.StatusOK, rawID, -32603, "toolgate could not encode the tool's result")
 		return true
 	}
-	out := make([]byte, 0, len(result)+len(rawID)+40)
-	out = append(out, `{"jsonrpc":"2.0","id":`...)
-	out = append(out, rawID...)
-	out = append(out, `,"result":`...)
-	out = append(out, result...)
 	out = append(out, '}')
 	writeJSON(w, http.StatusOK, out)
 	return true
