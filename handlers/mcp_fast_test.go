@@ -200,6 +200,9 @@ func TestMCPFastPath(t *testing.T) {
 			`{"jsonrpc":"2.0","id":70,"method":"tools/call","params":{"name":"call_tool","name":"call_tool","arguments":{"path":"notes.notes.get_note","arguments":{"id":2}}}}`,
 			`{"jsonrpc":"2.0","id":71,"\u006dethod":"tools/call","params":{"name":"call_tool","arguments":{"path":"notes.notes.get_note","arguments":{"id":2}}}}`,
 			`{"jsonrpc":"2.0","id":72,"method":"tools/call","params":{"name":"call_tool","arguments":{"path":"notes.notes.get_note","arguments":{"id":2}}},"params":{}}`,
+			// Deeper than the SDK's decoder goes: it refuses the request.
+			`{"jsonrpc":"2.0","id":73,"method":"tools/call","params":{"name":"call_tool","arguments":{"path":"notes.notes.get_note","arguments":{"id":2,"deep":` +
+				strings.Repeat("[", 1000) + strings.Repeat("]", 1000) + `}}}}`,
 		} {
 			if r := search.post(body); r.status == http.StatusOK && strings.HasPrefix(r.contentType, "application/json") {
 				t.Fatalf("answered by the fast path: %s\n%s", body, r.body)

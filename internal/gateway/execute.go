@@ -173,13 +173,8 @@ func (x *exec) structured(body []byte) any {
 	if len(body) == 0 || body[0] != '{' || !json.Valid(body) {
 		return nil
 	}
-	if !x.auth.Empty() {
-		if s := x.auth.Redact(string(body)); s != string(body) {
-			if !json.Valid([]byte(s)) {
-				return nil
-			}
-			body = []byte(s)
-		}
+	if body = redactJSON(x.auth, body); body == nil {
+		return nil
 	}
 	return json.RawMessage(body)
 }
@@ -358,11 +353,10 @@ func (x *exec) shapeMCP(res *mcp.CallToolResult) *mcp.CallToolResult {
 		out.StructuredContent = nil
 		out.Content = append(out.Content, &mcp.TextContent{Text: fmt.Sprintf("[structured content of %d bytes left out: over the %d-byte result limit]", len(structured), limit)})
 	case structured != nil && !x.auth.Empty():
-		if s := x.auth.Redact(string(structured)); s != string(structured) {
+		if red := redactJSON(x.auth, structured); red == nil {
 			out.StructuredContent = nil
-			if json.Valid([]byte(s)) {
-				out.StructuredContent = json.RawMessage(s)
-			}
+		} else if !bytes.Equal(red, structured) {
+			out.StructuredContent = json.RawMessage(red)
 		}
 	}
 	return &out

@@ -95,6 +95,33 @@ func decodeArguments(args json.RawMessage) (any, error) {
 	return v, nil
 }
 
+// redactJSON is the JSON document raw, as an upstream wrote it, without
+// auth's secrets; nil when what is left is not valid JSON. Auth.Redact
+// knows a secret as written plainly and as Go's encoder escapes it;
+// another encoder may escape more ("\/", "\u002B"), so a document with
+// any escape, or with bytes that are not UTF-8, is first written again
+// by Go.
+func redactJSON(auth *sources.Auth, raw []byte) []byte {
+	if auth.Empty() {
+		return raw
+	}
+	if bytes.IndexByte(raw, '\\') >= 0 || !utf8.Valid(raw) {
+		v, err := decodeArguments(raw)
+		if err != nil {
+			return nil
+		}
+		raw = marshal(v)
+	}
+	s := auth.Redact(string(raw))
+	if s == string(raw) {
+		return raw
+	}
+	if !json.Valid([]byte(s)) {
+		return nil // a secret cut through JSON syntax: keep nothing of it
+	}
+	return []byte(s)
+}
+
 func marshal(v any) json.RawMessage {
 	var b bytes.Buffer
 	enc := json.NewEncoder(&b)

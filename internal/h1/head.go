@@ -38,8 +38,8 @@ func writeRequest(w *bufio.Writer, req *http.Request, gz bool) error {
 	if _, set := req.Header["User-Agent"]; set {
 		userAgent = req.Header.Get("User-Agent")
 	}
-	if userAgent = trimSpace(userAgent); userAgent != "" {
-		writeField(w, "User-Agent", userAgent)
+	if userAgent != "" { // as net/http: checked before it is trimmed
+		writeField(w, "User-Agent", trimSpace(userAgent))
 	}
 	if req.ContentLength > 0 || req.Method == http.MethodPost || req.Method == http.MethodPut || req.Method == http.MethodPatch {
 		writeField(w, "Content-Length", strconv.FormatInt(req.ContentLength, 10))
@@ -59,8 +59,11 @@ func plainHead(req *http.Request) (host, ruri string, ok bool) {
 		!httpguts.ValidHeaderFieldName(req.Method) || httptrace.ContextClientTrace(req.Context()) != nil {
 		return "", "", false
 	}
-	if req.ContentLength == 0 && req.Body != nil && req.Body != http.NoBody || req.ContentLength < 0 {
-		return "", "", false // net/http would probe the body for its length
+	noBody := req.Body == nil || req.Body == http.NoBody
+	if req.ContentLength < 0 || req.ContentLength == 0 && !noBody || req.ContentLength != 0 && noBody {
+		// net/http probes the body for its length, or refuses a length
+		// with no body to send.
+		return "", "", false
 	}
 	host = req.Host
 	if host == "" {

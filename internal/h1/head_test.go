@@ -3,6 +3,7 @@ package h1
 import (
 	"bufio"
 	"bytes"
+	"fmt"
 	"io"
 	"net/http"
 	"strings"
@@ -41,6 +42,7 @@ func TestWriteRequestAsNetHTTP(t *testing.T) {
 		"OPTIONS":             req("OPTIONS", "http://example.test/", "", nil, nil),
 		"own User-Agent":      req("GET", "http://example.test/", "", map[string][]string{"User-Agent": {"  agent/1 "}}, nil),
 		"no User-Agent":       req("GET", "http://example.test/", "", map[string][]string{"User-Agent": {""}}, nil),
+		"blank User-Agent":    req("GET", "http://example.test/", "", map[string][]string{"User-Agent": {"  "}}, nil),
 		"values trimmed and repeated": req("PUT", "http://example.test/", "body", map[string][]string{
 			"X-B": {" two ", "\tthree"}, "X-A": {"one"}, "x-lower": {"kept as written"},
 			"Host": {"ignored"}, "Content-Length": {"99"}, "Transfer-Encoding": {"chunked"}, "Trailer": {"X"}}, nil),
@@ -72,6 +74,24 @@ func TestWriteRequestAsNetHTTP(t *testing.T) {
 				t.Fatalf("with gzip:\n%q\nwithout\n%q", gz.String(), want.String())
 			}
 		})
+	}
+}
+
+// TestWriteRequestLengthWithoutBody leaves a length with no body to
+// net/http (which refuses it, or sends no body as 0) rather than announce
+// bytes that never come and leave the connection out of step.
+func TestWriteRequestLengthWithoutBody(t *testing.T) {
+	for _, body := range []io.ReadCloser{nil, http.NoBody} {
+		req, _ := http.NewRequest("POST", "http://example.test/", nil)
+		req.Body, req.ContentLength = body, 5
+		var want, got bytes.Buffer
+		wantErr := req.Write(&want)
+		bw := bufio.NewWriter(&got)
+		err := writeRequest(bw, req, false)
+		bw.Flush()
+		if fmt.Sprint(err) != fmt.Sprint(wantErr) || got.String() != want.String() || strings.Contains(got.String(), "Content-Length: 5") {
+			t.Fatalf("body %v: writeRequest %v %q; Request.Write %v %q", body, err, got.String(), wantErr, want.String())
+		}
 	}
 }
 

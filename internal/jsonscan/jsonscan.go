@@ -185,3 +185,25 @@ func Elements(data []byte, fn func(value []byte) bool) bool {
 	}
 	return false
 }
+
+// Depth is how deeply objects and arrays nest in data: 0 for a scalar, 1
+// for a flat object or array.
+func Depth(data []byte) int {
+	depth, deepest := 0, 0
+	for i := 0; i < len(data); i++ {
+		switch data[i] {
+		case '"':
+			end := stringEnd(data, i)
+			if end < 0 {
+				return deepest
+			}
+			i = end - 1
+		case '{', '[':
+			depth++
+			deepest = max(deepest, depth)
+		case '}', ']':
+			depth--
+		}
+	}
+	return deepest
+}

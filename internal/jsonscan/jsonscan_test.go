@@ -84,6 +84,17 @@ func TestElements(t *testing.T) {
 	}
 }
 
+func TestDepth(t *testing.T) {
+	for data, want := range map[string]int{
+		`7`: 0, `"{["`: 0, `{}`: 1, `[1,[2,[3]]]`: 3, `{"a":"]]]","b":{"c":["\"{"]}}`: 3,
+		strings.Repeat("[", 1001) + strings.Repeat("]", 1001): 1001,
+	} {
+		if got := Depth([]byte(data)); got != want {
+			t.Errorf("Depth(%.40s) = %d, want %d", data, got, want)
+		}
+	}
+}
+
 func TestMembersStops(t *testing.T) {
 	n := 0
 	ok := Members([]byte(`{"a":1,"b":2,"c":3}`), func(k, v []byte) bool {

@@ -36,6 +36,10 @@ import (
 // says so through [gateway.ErrWouldHold] before it holds or records
 // anything).
 
+// maxDepth is the deepest nesting the SDK's decoder accepts; it refuses
+// a deeper request, so the fast path leaves one to it.
+const maxDepth = 1000
+
 // fastParams are tools/call's params as the fast path reads them.
 type fastParams struct {
 	Name      string
@@ -153,8 +157,8 @@ func (s *sessions) fast(w http.ResponseWriter, r *http.Request, c caller) bool {
 // not, nothing was written and the SDK serves the request.
 func (s *sessions) fastCall(w http.ResponseWriter, r *http.Request, ls *liveSession, c caller, body []byte) bool {
 	body = bytes.TrimSpace(body)
-	if len(body) == 0 || body[0] != '{' || !json.Valid(body) {
-		return false // empty, a batch or not JSON: the SDK answers
+	if len(body) == 0 || body[0] != '{' || !json.Valid(body) || jsonscan.Depth(body) > maxDepth {
+		return false // empty, a batch, not JSON or too deep: the SDK answers
 	}
 	req, ok := parseFastRequest(body)
 	if !ok || string(req.jsonrpc) != `"2.0"` {

@@ -280,8 +280,8 @@ func (m *message) plainResponse(data []byte) bool {
 			return once(&result, v)
 		}
 		return false
-	}) || string(version) != `"2.0"` || id == nil || result == nil {
-		return false
+	}) || string(version) != `"2.0"` || id == nil || result == nil || string(result) == "null" {
+		return false // a null result is decode's to refuse
 	}
 	res, ok := plainResult(result)
 	if !ok {
@@ -317,6 +317,9 @@ func plainResult(raw []byte) (*mcp.CallToolResult, bool) {
 		return nil, false
 	}
 	if structured != nil && string(structured) != "null" {
+		if !utf8.Valid(structured) {
+			return nil, false // decode writes U+FFFD for what is not UTF-8
+		}
 		res.StructuredContent = json.RawMessage(bytes.Clone(structured))
 	}
 	if content == nil || string(content) == "null" {

@@ -92,6 +92,8 @@ func TestPlainResponse(t *testing.T) {
 		`{"jsonrpc":"1.0","id":3,"result":{"content":[]}}`:                                                              false,
 		`{"jsonrpc":"2.0","id":3,"id":4,"result":{"content":[]}}`:                                                       false,
 		`{"jsonrpc":"2.0","id":3,"result":{"content":[]}`:                                                               false,
+		`{"jsonrpc":"2.0","id":3,"result":null}`:                                                                        false,
+		"{\"jsonrpc\":\"2.0\",\"id\":3,\"result\":{\"content\":[],\"structuredContent\":{\"a\":\"\xff\"}}}":             false,
 	} {
 		var m message
 		if got := m.plainResponse([]byte(raw)); got != plain {
