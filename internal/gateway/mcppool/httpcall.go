@@ -69,10 +69,13 @@ const (
 // nothing that changes but an id counter, so concurrent calls share it
 // without locking.
 type httpCaller struct {
-	client    *http.Client // the session's: netguard, credential headers and query
-	endpoint  string
-	header    http.Header // sent on every POST; cloned, never written
-	sessionID string      // the session's Mcp-Session-Id; "" for a server without sessions
+	client *http.Client // the session's: netguard, credential headers and query
+	header http.Header  // sent on every POST; never written
+	// request is the POST every call copies: its URL is parsed once, and
+	// it and its header are shared, read-only (a transport that changes a
+	// request clones it first, as netguard's does).
+	request   *http.Request
+	sessionID string // the session's Mcp-Session-Id; "" for a server without sessions
 	nextID    atomic.Int64
 	// spawn runs work that outlives a call (draining an answer, telling
 	// the server a call was abandoned) where [Pool.Close] waits for it,
@@ -95,7 +98,12 @@ func newHTTPCaller(p *Pool, client *http.Client, endpoint string, cs *mcp.Client
 	if id := cs.ID(); id != "" {
 		h.Set("Mcp-Session-Id", id)
 	}
-	c := &httpCaller{client: client, endpoint: endpoint, header: h, sessionID: cs.ID(), spawn: p.spawn, grace: p.drainGrace}
+	request, err := http.NewRequest(http.MethodPost, endpoint, nil)
+	if err != nil {
+		return nil // the SDK's path says what is wrong with the endpoint
+	}
+	request.Header = h
+	c := &httpCaller{client: client, header: h, request: request, sessionID: cs.ID(), spawn: p.spawn, grace: p.drainGrace}
 	c.nextID.Store(firstCallID)
 	return c
 }
@@ -214,12 +222,12 @@ func (c *httpCaller) finish(rd *reader, rc io.ReadCloser, release func()) {
 
 // post sends body to the session's endpoint with the session's headers.
 func (c *httpCaller) post(ctx context.Context, body []byte) (*http.Response, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.endpoint, bytes.NewReader(body))
-	if err != nil {
-		return nil, err
+	req := c.request.WithContext(ctx)
+	if c.client.Jar != nil {
+		req.Header = c.header.Clone() // a client with a cookie jar writes to it
 	}
-	// A clone, because a client with a cookie jar writes to the header.
-	req.Header = c.header.Clone()
+	req.Body, req.ContentLength = io.NopCloser(bytes.NewReader(body)), int64(len(body))
+	req.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(body)), nil }
 	return c.client.Do(req)
 }
 
