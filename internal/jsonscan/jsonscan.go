@@ -1,6 +1,6 @@
 // Package jsonscan finds the members of a JSON object without decoding
 // them: each key as written and each value as its raw bytes, which alias
-// the input. Decoding a small object into a map or a struct costs a
+// the input (String decodes one string value when it is wanted). Decoding a small object into a map or a struct costs a
 // validation pass per nesting level, a map and a copy of every value;
 // this costs one pass over the bytes and no allocation. It is for the
 // request paths where that difference is measured (the /mcp fast path);
@@ -9,6 +9,12 @@
 // The input must already be valid JSON (json.Valid): jsonscan only finds
 // where values start and end, and says nothing useful about invalid input.
 package jsonscan
+
+import (
+	"bytes"
+	"encoding/json"
+	"unicode/utf8"
+)
 
 // Members calls fn with the key and the raw value of each member of the
 // JSON object data, in order, and stops when fn returns false. A JSON null
@@ -68,6 +74,42 @@ func Members(data []byte, fn func(key, value []byte) bool) bool {
 		}
 	}
 	return false
+}
+
+// Fields reads the object data into values by key: values[i] is the raw
+// value of keys[i], nil when the object has no such member. It returns
+// false when data is neither an object nor null, and when a key is not
+// among keys, is written with escapes or repeats: a reader that takes only
+// what it knows, spelled exactly, once.
+func Fields(data []byte, keys []string, values [][]byte) bool {
+	clear(values)
+	return Members(data, func(k, v []byte) bool {
+		for i, key := range keys {
+			if string(k) == key {
+				if values[i] != nil {
+					return false
+				}
+				values[i] = v
+				return true
+			}
+		}
+		return false
+	})
+}
+
+// String is the string the JSON value raw holds; false when raw is not a
+// JSON string. One without escapes, the usual kind, is read without a
+// decoder. raw must come from a document already checked valid.
+func String(raw []byte) (string, bool) {
+	n := len(raw)
+	if n < 2 || raw[0] != '"' || raw[n-1] != '"' {
+		return "", false
+	}
+	if inner := raw[1 : n-1]; bytes.IndexByte(inner, '\\') < 0 && utf8.Valid(inner) {
+		return string(inner), true
+	}
+	var s string
+	return s, json.Unmarshal(raw, &s) == nil // escapes, and U+FFFD for bytes that are not UTF-8
 }
 
 // valueEnd is the index just past the value that starts at data[i], or -1.

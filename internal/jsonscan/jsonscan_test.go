@@ -95,6 +95,55 @@ func TestDepth(t *testing.T) {
 	}
 }
 
+func TestFields(t *testing.T) {
+	keys := []string{"a", "b", "c"}
+	for _, tc := range []struct {
+		data string
+		want []string // "-" for absent
+		ok   bool
+	}{
+		{`{"c":[1],"a":"x"}`, []string{`"x"`, "-", "[1]"}, true},
+		{`{}`, []string{"-", "-", "-"}, true},
+		{`null`, []string{"-", "-", "-"}, true},
+		{`{"a":1,"a":2}`, nil, false},
+		{`{"a":1,"d":2}`, nil, false},
+		{`{"A":1}`, nil, false},
+		{`{"\u0061":1}`, nil, false},
+		{`[1]`, nil, false},
+	} {
+		values := [][]byte{[]byte("stale"), nil, nil}
+		ok := Fields([]byte(tc.data), keys, values)
+		if ok != tc.ok {
+			t.Errorf("Fields(%s) = %v, want %v", tc.data, ok, tc.ok)
+			continue
+		}
+		for i, w := range tc.want {
+			got := "-"
+			if values[i] != nil {
+				got = string(values[i])
+			}
+			if got != w {
+				t.Errorf("Fields(%s)[%s] = %s, want %s", tc.data, keys[i], got, w)
+			}
+		}
+	}
+}
+
+func TestString(t *testing.T) {
+	for raw, want := range map[string]string{
+		`"plain"`: "plain", `""`: "", `"a\"b\\c\/d\u00e9\n"`: "a\"b\\c/dé\n", "\"\xff\"": "\ufffd",
+	} {
+		if got, ok := String([]byte(raw)); !ok || got != want {
+			t.Errorf("String(%s) = %q, %v; want %q", raw, got, ok, want)
+		}
+	}
+	for _, raw := range []string{`7`, `null`, `{"a":"b"}`, `"`, ``} {
+		if got, ok := String([]byte(raw)); ok {
+			t.Errorf("String(%s) = %q, want no string", raw, got)
+		}
+	}
+}
+
 func TestMembersStops(t *testing.T) {
 	n := 0
 	ok := Members([]byte(`{"a":1,"b":2,"c":3}`), func(k, v []byte) bool {
@@ -108,8 +157,11 @@ func TestMembersStops(t *testing.T) {
 
 func TestMembersDoesNotAllocate(t *testing.T) {
 	data := []byte(`{"jsonrpc":"2.0","id":12,"method":"tools/call","params":{"name":"call_tool","arguments":{"path":"x.y","arguments":{"m":"hi"}}}}`)
+	keys := []string{"jsonrpc", "id", "method", "params"}
 	allocs := testing.AllocsPerRun(100, func() {
 		Members(data, func(k, v []byte) bool { return true })
+		var values [4][]byte
+		Fields(data, keys, values[:])
 	})
 	if allocs != 0 {
 		t.Fatalf("%v allocations per scan, want 0", allocs)

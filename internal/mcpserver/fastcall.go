@@ -9,7 +9,6 @@ import (
 	"net/http"
 	"strings"
 	"sync"
-	"unicode/utf8"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -164,7 +163,7 @@ func (s *sessions) fastCall(w http.ResponseWriter, r *http.Request, ls *liveSess
 	if !ok || string(req.jsonrpc) != `"2.0"` {
 		return false
 	}
-	method, _ := plainString(req.method)
+	method, _ := jsonscan.String(req.method)
 	if method == "notifications/cancelled" && req.id == nil {
 		return s.fastCancel(w, ls, req.params)
 	}
@@ -273,34 +272,21 @@ type fastRequest struct {
 	jsonrpc, id, method, params []byte
 }
 
+// The members the fast path reads, at each level of a tools/call.
+var (
+	requestKeys  = []string{"jsonrpc", "id", "method", "params"}
+	paramsKeys   = []string{"name", "arguments", "_meta"}
+	callToolKeys = []string{"path", "arguments", "approval_id"}
+)
+
 // parseFastRequest finds the members of a JSON-RPC message, which must be
 // valid JSON. ok is false for anything the fast path leaves to the SDK: a
 // key it does not know, a key spelled in another case (encoding/json would
 // match it, the SDK does not) or with escapes, and a repeated key.
-func parseFastRequest(body []byte) (req fastRequest, ok bool) {
-	ok = jsonscan.Members(body, func(k, v []byte) bool {
-		switch string(k) {
-		case "jsonrpc":
-			return once(&req.jsonrpc, v)
-		case "id":
-			return once(&req.id, v)
-		case "method":
-			return once(&req.method, v)
-		case "params":
-			return once(&req.params, v)
-		}
-		return false
-	})
-	return req, ok
-}
-
-// once sets *dst to v unless it is set already: a repeated key.
-func once(dst *[]byte, v []byte) bool {
-	if *dst != nil {
-		return false
-	}
-	*dst = v
-	return true
+func parseFastRequest(body []byte) (fastRequest, bool) {
+	var v [4][]byte
+	ok := jsonscan.Fields(body, requestKeys, v[:])
+	return fastRequest{jsonrpc: v[0], id: v[1], method: v[2], params: v[3]}, ok
 }
 
 // parseFastParams reads tools/call's params, from a body already checked
@@ -308,22 +294,13 @@ func once(dst *[]byte, v []byte) bool {
 // token, the 2026-07-28 protocol's fields) or are not what the fast path
 // reads exactly.
 func parseFastParams(raw []byte) (p fastParams, ok bool) {
-	var name, args, meta []byte
-	if raw == nil || !jsonscan.Members(raw, func(k, v []byte) bool {
-		switch string(k) {
-		case "name":
-			return once(&name, v)
-		case "arguments":
-			return once(&args, v)
-		case "_meta":
-			return once(&meta, v)
-		}
-		return false
-	}) {
+	var v [3][]byte
+	if raw == nil || !jsonscan.Fields(raw, paramsKeys, v[:]) {
 		return p, false
 	}
+	name, args, meta := v[0], v[1], v[2]
 	if name != nil {
-		if p.Name, ok = plainString(name); !ok {
+		if p.Name, ok = jsonscan.String(name); !ok {
 			return p, false
 		}
 	}
@@ -338,26 +315,17 @@ func parseFastParams(raw []byte) (p fastParams, ok bool) {
 // decoding them when they are plainly written; anything else goes through
 // parseCallTool itself, so both paths refuse and accept the same input.
 func fastCallTool(raw []byte) (callToolInput, *mcp.CallToolResult) {
-	var path, args, approval []byte
-	plain := raw != nil && jsonscan.Members(raw, func(k, v []byte) bool {
-		switch string(k) {
-		case "path":
-			return once(&path, v)
-		case "arguments":
-			return once(&args, v)
-		case "approval_id":
-			return once(&approval, v)
-		}
-		return false
-	})
+	var v [3][]byte
+	plain := raw != nil && jsonscan.Fields(raw, callToolKeys, v[:])
+	path, args, approval := v[0], v[1], v[2]
 	var in callToolInput
 	var ok bool
 	if plain {
-		in.Path, ok = plainString(path)
+		in.Path, ok = jsonscan.String(path)
 		plain = ok
 	}
 	if plain && approval != nil {
-		in.ApprovalID, ok = plainString(approval)
+		in.ApprovalID, ok = jsonscan.String(approval)
 		plain = ok
 	}
 	if !plain || strings.TrimSpace(in.Path) != in.Path || in.Path == "" || strings.TrimSpace(in.ApprovalID) != in.ApprovalID {
@@ -365,21 +333,6 @@ func fastCallTool(raw []byte) (callToolInput, *mcp.CallToolResult) {
 	}
 	in.Arguments = args
 	return in, nil
-}
-
-// plainString is the JSON string raw holds, read without a second decoder
-// when it has no escapes; raw comes from a document already checked valid.
-func plainString(raw json.RawMessage) (string, bool) {
-	n := len(raw)
-	if n < 2 || raw[0] != '"' || raw[n-1] != '"' {
-		return "", false
-	}
-	inner := raw[1 : n-1]
-	if bytes.IndexByte(inner, '\\') < 0 && utf8.Valid(inner) {
-		return string(inner), true
-	}
-	var s string
-	return s, json.Unmarshal(raw, &s) == nil
 }
 
 // plainID is a request id the fast path echoes back as it came: a string,

@@ -269,18 +269,12 @@ func (m *message) toolResult(data []byte) (*mcp.CallToolResult, error) {
 // unknown member to a block that is not plain text, it leaves to decode,
 // reporting false. data is a pooled buffer: what m keeps is copied.
 func (m *message) plainResponse(data []byte) bool {
-	var version, id, result []byte
-	if !json.Valid(data) || !jsonscan.Members(data, func(k, v []byte) bool {
-		switch string(k) {
-		case "jsonrpc":
-			return once(&version, v)
-		case "id":
-			return once(&id, v)
-		case "result":
-			return once(&result, v)
-		}
+	var v [3][]byte
+	if !json.Valid(data) || !jsonscan.Fields(data, responseKeys, v[:]) {
 		return false
-	}) || string(version) != `"2.0"` || id == nil || result == nil || string(result) == "null" {
+	}
+	version, id, result := v[0], v[1], v[2]
+	if string(version) != `"2.0"` || id == nil || result == nil || string(result) == "null" {
 		return false // a null result is decode's to refuse
 	}
 	res, ok := plainResult(result)
@@ -291,23 +285,21 @@ func (m *message) plainResponse(data []byte) bool {
 	return true
 }
 
+// The members plainResponse reads, at each level of a response.
+var (
+	responseKeys = []string{"jsonrpc", "id", "result"}
+	resultKeys   = []string{"content", "structuredContent", "isError"}
+	textKeys     = []string{"type", "text"}
+)
+
 // plainResult is a tools/call result of text blocks, structured content
 // and the error flag, and nothing else.
 func plainResult(raw []byte) (*mcp.CallToolResult, bool) {
-	var content, structured, isError []byte
-	if !jsonscan.Members(raw, func(k, v []byte) bool {
-		switch string(k) {
-		case "content":
-			return once(&content, v)
-		case "structuredContent":
-			return once(&structured, v)
-		case "isError":
-			return once(&isError, v)
-		}
-		return false
-	}) {
+	var v [3][]byte
+	if !jsonscan.Fields(raw, resultKeys, v[:]) {
 		return nil, false
 	}
+	content, structured, isError := v[0], v[1], v[2]
 	res := &mcp.CallToolResult{Content: []mcp.Content{}} // never nil, as the SDK's
 	switch string(isError) {
 	case "", "null", "false":
@@ -325,53 +317,22 @@ func plainResult(raw []byte) (*mcp.CallToolResult, bool) {
 	if content == nil || string(content) == "null" {
 		return res, true
 	}
-	ok := jsonscan.Elements(content, func(v []byte) bool {
-		var kind, text []byte
-		if !jsonscan.Members(v, func(k, v []byte) bool {
-			switch string(k) {
-			case "type":
-				return once(&kind, v)
-			case "text":
-				return once(&text, v)
-			}
-			return false
-		}) || string(kind) != `"text"` {
+	ok := jsonscan.Elements(content, func(raw []byte) bool {
+		var block [2][]byte
+		if !jsonscan.Fields(raw, textKeys, block[:]) || string(block[0]) != `"text"` {
 			return false
 		}
-		block := &mcp.TextContent{}
-		if text != nil {
+		text := &mcp.TextContent{}
+		if block[1] != nil {
 			var ok bool
-			if block.Text, ok = jsonString(text); !ok {
+			if text.Text, ok = jsonscan.String(block[1]); !ok {
 				return false
 			}
 		}
-		res.Content = append(res.Content, block)
+		res.Content = append(res.Content, text)
 		return true
 	})
 	return res, ok
-}
-
-// once sets *dst to v unless a repeated key set it already.
-func once(dst *[]byte, v []byte) bool {
-	if *dst != nil {
-		return false
-	}
-	*dst = v
-	return true
-}
-
-// jsonString is the string the JSON value raw holds, decoded by hand when
-// it has no escapes.
-func jsonString(raw []byte) (string, bool) {
-	n := len(raw)
-	if n < 2 || raw[0] != '"' || raw[n-1] != '"' {
-		return "", false
-	}
-	if inner := raw[1 : n-1]; bytes.IndexByte(inner, '\\') < 0 && utf8.Valid(inner) {
-		return string(inner), true
-	}
-	var s string
-	return s, json.Unmarshal(raw, &s) == nil
 }
 
 // wireResult is a CallToolResult as sent, decoded with encoding/json:
