@@ -9,6 +9,12 @@
 // toolgate is authenticated by the key and goes through the gateway's whole
 // pipeline, policy and audit included.
 //
+// The two upstreams run together in a process of their own, started from
+// this program: an agent's calls, direct or through a gateway, always cross
+// from one process to another, and with the upstreams in the clients'
+// process a direct call never would, so the baseline would be one no
+// agent has. -upstreams-in-process runs them here all the same.
+//
 // Scenarios, each at every -sessions count (N client sessions each calling
 // in a loop): the MCP upstream called directly, through /mcp's call_tool
 // (search mode) and through /mcp?mode=direct by the tool's direct name; the
@@ -17,14 +23,10 @@
 // measures for -duration. The report gives per scenario the median over the
 // rounds of calls/s, p50 and p99 latency, and the toolgate process's CPU
 // time (user+system from /proc/<pid>/stat) per call, then the throughput of
-// each gateway scenario as a share of its direct one. PostgreSQL and
-// Meilisearch are other processes and not counted as the gateway's CPU;
-// this process (the clients and the upstreams) shares the machine's cores
-// with toolgate.
-//
-// With -upstream-process the MCP upstream runs as a process of its own and
-// its CPU per call is reported apart: what the go-sdk server transport costs
-// for a trivial tool, the floor under any gateway built on it. -pprof saves
+// each gateway scenario as a share of its direct one. PostgreSQL,
+// Meilisearch and the upstreams are other processes and not counted as the
+// gateway's CPU (the upstreams' is reported apart); this process (the
+// clients) shares the machine's cores with all of them. -pprof saves
 // toolgate's CPU and allocation profiles of each gateway run.
 //
 // With the services of the test harness, from the repository root:
@@ -108,14 +110,14 @@ type options struct {
 	pprofDir string
 	// env is added to toolgate's environment (GOGC=400, ...).
 	env []string
-	// upstreamProcess runs the MCP upstream in a process of its own, so
-	// its CPU per call (the go-sdk server's cost) is measured apart.
-	upstreamProcess bool
+	// upstreamsHere runs the upstreams in this process instead of one of
+	// their own.
+	upstreamsHere bool
 }
 
 func main() {
 	if len(os.Args) == 2 && os.Args[1] == upstreamCommand {
-		serveUpstream()
+		serveUpstreams()
 		return
 	}
 	// toolgate is started from the main thread, which lives as long as this
@@ -128,8 +130,8 @@ func main() {
 		only     = flag.String("only", "", "comma-separated scenario keys to run (default all: "+strings.Join(scenarioKeys(), ",")+")")
 		env      = flag.String("toolgate-env", "", "comma-separated NAME=value pairs added to toolgate's environment, e.g. GOGC=400")
 	)
-	flag.BoolVar(&o.upstreamProcess, "upstream-process", false,
-		"run the MCP upstream (the go-sdk echo server) as a process of its own and report its CPU per call: the SDK's own cost of serving a call")
+	flag.BoolVar(&o.upstreamsHere, "upstreams-in-process", false,
+		"run the upstreams in this process, beside the clients, instead of a process of their own: direct calls then never leave the process")
 	flag.StringVar(&o.pprofDir, "pprof", "", "a folder to write toolgate's CPU profile and allocation profiles (before, after) of every measured gateway run to")
 	flag.StringVar(&o.serverURL, "database-server", os.Getenv("TOOLGATE_TEST_DATABASE_URL"),
 		"PostgreSQL server to create a fresh database in (default $TOOLGATE_TEST_DATABASE_URL)")
@@ -219,15 +221,13 @@ func run(ctx context.Context, o options) (err error) {
 		}
 	}()
 
-	mcpUp, err := startMCPUpstream(o.upstreamProcess)
+	up, err := startUpstreams(!o.upstreamsHere)
 	if err != nil {
 		return err
 	}
-	defer mcpUp.close()
-	apiUp := newAPIUpstream()
-	defer apiUp.Close()
+	defer up.close()
 
-	seed, err := seedTenant(ctx, store, mcpUp.url+"/mcp", apiUp.URL)
+	seed, err := seedTenant(ctx, store, up.url+"/mcp", up.url)
 	if err != nil {
 		return err
 	}
@@ -249,7 +249,7 @@ func run(ctx context.Context, o options) (err error) {
 		return err
 	}
 
-	b := &bench{o: o, tg: tg, pg: clusterOf(ctx, store), seed: seed, tools: tools, mcpURL: mcpUp.url + "/mcp", apiURL: apiUp.URL, up: mcpUp,
+	b := &bench{o: o, tg: tg, pg: clusterOf(ctx, store), seed: seed, tools: tools, mcpURL: up.url + "/mcp", apiURL: up.url, up: up,
 		client: &http.Client{Transport: newTransport()}}
 	b.policy = policySummary(ctx, store, seed)
 	if problem := b.checkPolicy(ctx, store); problem != "" {
@@ -318,7 +318,7 @@ type bench struct {
 	gatewayCalls int
 	// policy says which rules the calls are evaluated against.
 	policy string
-	up     *mcpUpstream
+	up     *upstreams
 }
 
 // newTransport is a keep-alive transport sized for the largest session
@@ -497,9 +497,9 @@ type runResult struct {
 	p50, p99      time.Duration
 	// cpu is toolgate's user+system time over the run, pgCPU the
 	// PostgreSQL cluster's (every backend and the postmaster), selfCPU
-	// this process's (the clients and the upstreams).
+	// this process's (the clients, and the upstreams when they run here).
 	cpu, pgCPU, selfCPU time.Duration
-	// upCPU is the MCP upstream process's, with -upstream-process.
+	// upCPU is the upstreams' process's; 0 when they run here.
 	upCPU time.Duration
 }
 
@@ -541,12 +541,12 @@ func (b *bench) measureAll(ctx context.Context) (map[runKey][]runResult, error) 
 				if r.errors > 0 {
 					status = fmt.Sprintf("  %d ERRORS, first: %s", r.errors, r.firstErr)
 				}
-				if b.up.pid != 0 && s.upstream == "MCP" {
-					status = fmt.Sprintf("  go-sdk upstream %8s", fmtDur(r.perCall(r.upCPU))) + status
+				if b.up.pid != 0 {
+					status = fmt.Sprintf("  upstreams %8s", fmtDur(r.perCall(r.upCPU))) + status
 				}
-				fmt.Printf("round %d  %3d sessions  %-28s %6.0f calls/s  p50 %8s  p99 %8s  CPU/call: toolgate %8s  Postgres %8s  clients+upstream %8s%s\n",
+				fmt.Printf("round %d  %3d sessions  %-28s %6.0f calls/s  p50 %8s  p99 %8s  CPU/call: toolgate %8s  Postgres %8s  %s %8s%s\n",
 					round, n, s.name(), r.perSecond(), fmtDur(r.p50), fmtDur(r.p99), fmtDur(r.cpuPerCall()), fmtDur(r.pgCPUPerCall()),
-					fmtDur(r.selfCPUPerCall()), status)
+					b.selfName(), fmtDur(r.selfCPUPerCall()), status)
 			}
 		}
 	}
@@ -741,20 +741,28 @@ func (b *bench) report(results map[runKey][]runResult) {
 		fmt.Printf(" -only %s", strings.Join(b.o.only, ","))
 	}
 	fmt.Println()
-	fmt.Printf("machine: %s, %d cores, %s; toolgate pid %d shares them with this process (clients and upstreams), PostgreSQL and Meilisearch\n",
-		cpuModel(), runtime.NumCPU(), runtime.Version(), b.tg.cmd.Process.Pid)
+	where := "the upstreams' process (pid " + strconv.Itoa(b.up.pid) + ")"
+	if b.up.pid == 0 {
+		where = "no other: the upstreams run in this process (-upstreams-in-process)"
+	}
+	fmt.Printf("machine: %s, %d cores, %s; toolgate pid %d shares them with this process (the clients), %s, PostgreSQL and Meilisearch\n",
+		cpuModel(), runtime.NumCPU(), runtime.Version(), b.tg.cmd.Process.Pid, where)
 	fmt.Printf("load average (1, 5, 15 min) before the runs %s, after %s\n", b.loadBefore, b.loadAfter)
 	fmt.Printf("on every call through toolgate: authentication (workspace API key), policy (%s), audit (tool_calls rows)\n", b.policy)
 	if len(b.o.env) > 0 {
 		fmt.Printf("toolgate environment: %s\n", strings.Join(b.o.env, " "))
 	}
 	fmt.Printf("medians over %d rounds of %s (after %s warm-up); CPU/call is user+system time per call of the toolgate process, of the\n"+
-		"PostgreSQL cluster (%s) and of this process (the clients and the upstreams);\n"+
-		"on direct runs toolgate's and PostgreSQL's are their idle background\n\n", b.o.rounds, b.o.duration, b.o.warmup, b.pg)
-	fmt.Printf("%-8s  %-28s  %9s  %9s  %9s  %9s  %9s  %9s  %9s  %6s\n", "", "", "", "", "",
-		"CPU/call:", "", "clients+", "", "")
-	fmt.Printf("%-8s  %-28s  %9s  %9s  %9s  %9s  %9s  %9s  %9s  %6s\n", "sessions", "scenario", "calls/s", "p50", "p99",
-		"toolgate", "Postgres", "upstream", "vs direct", "errors")
+		"PostgreSQL cluster (%s), of this process (%s) and of the upstreams' process;\n"+
+		"on direct runs toolgate's and PostgreSQL's are their idle background\n\n", b.o.rounds, b.o.duration, b.o.warmup, b.pg, b.selfName())
+	selfHead, upHead := [2]string{"", "clients"}, [2]string{"", "upstreams"}
+	if b.up.pid == 0 {
+		selfHead, upHead = [2]string{"clients+", "upstreams"}, [2]string{"", ""}
+	}
+	fmt.Printf("%-8s  %-28s  %9s  %9s  %9s  %9s  %9s  %9s  %9s  %9s  %6s\n", "", "", "", "", "",
+		"CPU/call:", "", selfHead[0], upHead[0], "", "")
+	fmt.Printf("%-8s  %-28s  %9s  %9s  %9s  %9s  %9s  %9s  %9s  %9s  %6s\n", "sessions", "scenario", "calls/s", "p50", "p99",
+		"toolgate", "Postgres", selfHead[1], upHead[1], "vs direct", "errors")
 	type verdict struct {
 		name  string
 		share float64
@@ -786,18 +794,12 @@ func (b *bench) report(results map[runKey][]runResult) {
 			if sum.errors > 0 {
 				errs += " (!)"
 			}
-			fmt.Printf("%-8d  %-28s  %9.0f  %9s  %9s  %9s  %9s  %9s  %9s  %6s\n", n, s.name(), sum.perSecond,
-				fmtDur(sum.p50), fmtDur(sum.p99), fmtDur(sum.cpu), fmtDur(sum.pgCPU), fmtDur(sum.self), share, errs)
-		}
-	}
-	if b.up.pid != 0 {
-		fmt.Printf("\nthe MCP upstream (go-sdk server, echo tool) in its own process, CPU per call (its share of clients+upstream above):\n")
-		for _, n := range b.o.sessions {
-			for _, s := range b.selected() {
-				if runs := results[runKey{n, s.name()}]; len(runs) > 0 && s.upstream == "MCP" {
-					fmt.Printf("  %3d sessions  %-28s %9s\n", n, s.name(), fmtDur(summarize(runs).up))
-				}
+			up := ""
+			if b.up.pid != 0 {
+				up = fmtDur(sum.up)
 			}
+			fmt.Printf("%-8d  %-28s  %9.0f  %9s  %9s  %9s  %9s  %9s  %9s  %9s  %6s\n", n, s.name(), sum.perSecond,
+				fmtDur(sum.p50), fmtDur(sum.p99), fmtDur(sum.cpu), fmtDur(sum.pgCPU), fmtDur(sum.self), up, share, errs)
 		}
 	}
 	if len(verdicts) == 0 {
@@ -932,20 +934,20 @@ func cpuModel() string {
 
 // The upstreams.
 
-// upstreamCommand is the argument on which this program serves the MCP
-// upstream alone, for -upstream-process.
-const upstreamCommand = "mcp-upstream"
+// upstreamCommand is the argument on which this program serves the
+// upstreams alone, in a process of their own.
+const upstreamCommand = "upstreams"
 
-// mcpUpstream is the MCP upstream: in this process, or (pid set) in one of
-// its own.
-type mcpUpstream struct {
+// upstreams serve the MCP upstream at /mcp and the HTTP API at /echo, on
+// one server: in this process, or (pid set) in one of their own.
+type upstreams struct {
 	url   string
 	pid   int
 	close func()
 }
 
-// cpu is the upstream process's CPU time so far; 0 when it runs here.
-func (u *mcpUpstream) cpu() time.Duration {
+// cpu is the upstreams' process's CPU time so far; 0 when they run here.
+func (u *upstreams) cpu() time.Duration {
 	if u.pid == 0 {
 		return 0
 	}
@@ -953,10 +955,18 @@ func (u *mcpUpstream) cpu() time.Duration {
 	return own
 }
 
-func startMCPUpstream(separate bool) (*mcpUpstream, error) {
+// selfName names what this process's CPU covers.
+func (b *bench) selfName() string {
+	if b.up.pid == 0 {
+		return "clients+upstreams"
+	}
+	return "clients"
+}
+
+func startUpstreams(separate bool) (*upstreams, error) {
 	if !separate {
-		srv := newMCPUpstream()
-		return &mcpUpstream{url: srv.URL, close: srv.Close}, nil
+		srv := newUpstreams()
+		return &upstreams{url: srv.URL, close: srv.Close}, nil
 	}
 	self, err := os.Executable()
 	if err != nil {
@@ -970,24 +980,24 @@ func startMCPUpstream(separate bool) (*mcpUpstream, error) {
 		return nil, err
 	}
 	if err := cmd.Start(); err != nil {
-		return nil, fmt.Errorf("start the MCP upstream process: %w", err)
+		return nil, fmt.Errorf("start the upstreams' process: %w", err)
 	}
 	line, err := bufio.NewReader(out).ReadString('\n')
 	if err != nil {
 		_ = cmd.Process.Kill()
 		_ = cmd.Wait()
-		return nil, fmt.Errorf("the MCP upstream process did not say its URL: %w", err)
+		return nil, fmt.Errorf("the upstreams' process did not say its URL: %w", err)
 	}
-	fmt.Printf("MCP upstream process: pid %d at %s", cmd.Process.Pid, line)
-	return &mcpUpstream{url: strings.TrimSpace(line), pid: cmd.Process.Pid, close: func() {
+	fmt.Printf("upstreams' process: pid %d at %s", cmd.Process.Pid, line)
+	return &upstreams{url: strings.TrimSpace(line), pid: cmd.Process.Pid, close: func() {
 		_ = cmd.Process.Signal(syscall.SIGTERM)
 		_ = cmd.Wait()
 	}}, nil
 }
 
-// serveUpstream serves the MCP upstream until SIGTERM, after printing its URL.
-func serveUpstream() {
-	srv := newMCPUpstream()
+// serveUpstreams serves the upstreams until SIGTERM, after printing their URL.
+func serveUpstreams() {
+	srv := newUpstreams()
 	fmt.Println(srv.URL)
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -995,9 +1005,17 @@ func serveUpstream() {
 	srv.Close()
 }
 
-// newMCPUpstream is a go-sdk MCP server over Streamable HTTP at /mcp with
-// one tool, echo, that returns its text.
-func newMCPUpstream() *httptest.Server {
+// newUpstreams serves both upstreams on one loopback server.
+func newUpstreams() *httptest.Server {
+	mux := http.NewServeMux()
+	mux.Handle("/mcp", newMCPUpstream())
+	mux.HandleFunc("GET /echo", echoAPI)
+	return httptest.NewServer(mux)
+}
+
+// newMCPUpstream is a go-sdk MCP server over Streamable HTTP with one
+// tool, echo, that returns its text.
+func newMCPUpstream() http.Handler {
 	server := mcp.NewServer(&mcp.Implementation{Name: "bench-echo", Version: "1"}, nil)
 	type echoArgs struct {
 		Text string `json:"text" jsonschema:"the text to send back"`
@@ -1006,9 +1024,7 @@ func newMCPUpstream() *httptest.Server {
 		func(_ context.Context, _ *mcp.CallToolRequest, in echoArgs) (*mcp.CallToolResult, any, error) {
 			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: in.Text}}}, nil, nil
 		})
-	mux := http.NewServeMux()
-	mux.Handle("/mcp", mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return server }, nil))
-	return httptest.NewServer(mux)
+	return mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return server }, nil)
 }
 
 // echoSpec describes the HTTP API; %s is its URL.
@@ -1019,14 +1035,10 @@ const echoSpec = `{"openapi": "3.0.3", "info": {"title": "Echo", "version": "1"}
 		"responses": {"200": {"description": "the text", "content": {"application/json": {"schema": {
 			"type": "object", "properties": {"text": {"type": "string"}}}}}}}}}}}`
 
-// newAPIUpstream is an HTTP API: GET /echo?text=... answers {"text": ...}.
-func newAPIUpstream() *httptest.Server {
-	mux := http.NewServeMux()
-	mux.HandleFunc("GET /echo", func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", "application/json")
-		_ = json.NewEncoder(w).Encode(map[string]string{"text": r.URL.Query().Get("text")})
-	})
-	return httptest.NewServer(mux)
+// echoAPI is the HTTP API: GET /echo?text=... answers {"text": ...}.
+func echoAPI(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Content-Type", "application/json")
+	_ = json.NewEncoder(w).Encode(map[string]string{"text": r.URL.Query().Get("text")})
 }
 
 // The tenant.
