@@ -60,17 +60,9 @@ func Members(data []byte, fn func(key, value []byte) bool) bool {
 		if !fn(key, data[start:stop]) {
 			return false
 		}
-		i = skipSpace(data, stop)
-		if i >= len(data) {
-			return false
-		}
-		switch data[i] {
-		case ',':
-			i = skipSpace(data, i+1)
-		case '}':
-			return true
-		default:
-			return false
+		var more bool
+		if i, more = next(data, stop, '}'); !more {
+			return i >= 0
 		}
 	}
 	return false
@@ -110,6 +102,23 @@ func String(raw []byte) (string, bool) {
 	}
 	var s string
 	return s, json.Unmarshal(raw, &s) == nil // escapes, and U+FFFD for bytes that are not UTF-8
+}
+
+// next reads what follows a value at data[i] inside an object or array
+// that ends with end: a comma (more is true, and the index is the next
+// member's or element's start), the end (more is false, the index is
+// that of the end), or anything else (more is false, the index is -1).
+func next(data []byte, i int, end byte) (int, bool) {
+	i = skipSpace(data, i)
+	switch {
+	case i >= len(data):
+		return -1, false
+	case data[i] == ',':
+		return skipSpace(data, i+1), true
+	case data[i] == end:
+		return i, false
+	}
+	return -1, false
 }
 
 // valueEnd is the index just past the value that starts at data[i], or -1.
@@ -212,17 +221,9 @@ func Elements(data []byte, fn func(value []byte) bool) bool {
 		if !fn(data[i:stop]) {
 			return false
 		}
-		i = skipSpace(data, stop)
-		if i >= len(data) {
-			return false
-		}
-		switch data[i] {
-		case ',':
-			i = skipSpace(data, i+1)
-		case ']':
-			return true
-		default:
-			return false
+		var more bool
+		if i, more = next(data, stop, ']'); !more {
+			return i >= 0
 		}
 	}
 	return false
