@@ -49,13 +49,15 @@ type Source struct {
 	// ApprovalOverride is "auto" or "required" to override the default
 	// approval of every tool of the source; nil keeps each tool's own.
 	ApprovalOverride *string `db:"approval_override"`
+	// RefreshRequestedAt is when the last refresh was asked for.
+	RefreshRequestedAt *time.Time `db:"refresh_requested_at"`
 }
 
 const sourceColumns = `s.id, s.org_id, s.workspace_id, w.slug AS workspace_slug, s.scope, s.name, s.slug, s.type,
 	s.config_version, s.config, s.enabled, s.state, s.error, s.warnings, s.spec_hash, s.auth_fingerprint, s.etag,
 	s.base_url, s.server, COALESCE(s.auth_profile, 'null') AS auth_profile, COALESCE(s.quality, 'null') AS quality, s.tool_count, s.discovery_ms, s.last_refreshed_at,
 	s.last_success_at, s.last_failure_at, s.created_at, s.updated_at, s.generation, s.indexed_generation, s.signature, s.index_error,
-	s.approval_override`
+	s.approval_override, s.refresh_requested_at`
 
 const sourceFrom = ` FROM sources s LEFT JOIN workspaces w ON w.id = s.workspace_id`
 
@@ -243,9 +245,35 @@ func (s *Store) DeleteSource(ctx context.Context, orgID int64, id string) error 
 	return s.gatewayChanged(orgID, oneRow(res, err))
 }
 
-// MarkSource sets a source's state (queued, loading, indexing).
-func (s *Store) MarkSource(ctx context.Context, orgID int64, id, state string) error {
-	res, err := s.db.ExecContext(ctx, `UPDATE sources SET state = $3 WHERE org_id = $1 AND id = $2`, orgID, id, state)
+// Answering names the refresh request a refresh works on: the source's
+// RefreshRequestedAt as the refresh loaded it. A state the refresh writes
+// stays 'queued' when a newer request has landed since: the worker runs
+// the refresh again for it, and until then the source's tools come from
+// a configuration older than the one saved. A nil *Answering writes the
+// state as given.
+type Answering struct{ RequestedAt *time.Time }
+
+// stateUnlessRequested is the SQL that sets state to expr unless a refresh
+// was requested after the one answered; $n is whether to check and $n+1
+// the request answered.
+func stateUnlessRequested(expr string, n int) string {
+	return fmt.Sprintf(`state = CASE WHEN CAST($%d AS boolean) AND refresh_requested_at IS DISTINCT FROM CAST($%d AS timestamptz)
+		THEN 'queued' ELSE %s END`, n, n+1, expr)
+}
+
+// args are the two parameters stateUnlessRequested reads.
+func (a *Answering) args() (check bool, requestedAt *time.Time) {
+	if a == nil {
+		return false, nil
+	}
+	return true, a.RequestedAt
+}
+
+// MarkLoading marks a source whose refresh has started.
+func (s *Store) MarkLoading(ctx context.Context, orgID int64, id string, a *Answering) error {
+	check, at := a.args()
+	res, err := s.db.ExecContext(ctx, `UPDATE sources SET `+stateUnlessRequested(`'loading'`, 3)+`
+		WHERE org_id = $1 AND id = $2`, orgID, id, check, at)
 	return oneRow(res, err)
 }
 
@@ -281,6 +309,9 @@ type DiscoveryResult struct {
 	Quality     json.RawMessage
 	DiscoveryMS int
 	Tools       []SourceTool
+	// Answering is the refresh request the discovery answers; see
+	// [Answering].
+	Answering *Answering
 }
 
 // Written reports what SaveDiscovery did.
@@ -302,6 +333,7 @@ type Written struct {
 func (s *Store) SaveDiscovery(ctx context.Context, orgID int64, id string, r DiscoveryResult) (Written, error) {
 	var w Written
 	err := s.inPgxTx(ctx, func(tx pgx.Tx) error {
+		check, at := r.Answering.args()
 		var signature, state string
 		if err := tx.QueryRow(ctx, `SELECT signature, generation, state FROM sources WHERE org_id = $1 AND id = $2 FOR UPDATE`,
 			orgID, id).Scan(&signature, &w.Generation, &state); err != nil {
@@ -309,8 +341,8 @@ func (s *Store) SaveDiscovery(ctx context.Context, orgID int64, id string, r Dis
 		}
 		if r.Signature != "" && r.Signature == signature && state != "failed" {
 			w.Unchanged = true
-			_, err := tx.Exec(ctx, `UPDATE sources SET state = CASE WHEN indexed_generation = generation THEN 'ready' ELSE 'indexing' END,
-				error = '', last_refreshed_at = now(), last_success_at = now() WHERE id = $1`, id)
+			_, err := tx.Exec(ctx, `UPDATE sources SET `+stateUnlessRequested(`CASE WHEN indexed_generation = generation THEN 'ready' ELSE 'indexing' END`, 2)+`,
+				error = '', last_refreshed_at = now(), last_success_at = now() WHERE id = $1`, append([]any{id}, check, at)...)
 			return err
 		}
 		w.Previous = map[string]string{}
@@ -354,11 +386,11 @@ func (s *Store) SaveDiscovery(ctx context.Context, orgID int64, id string, r Dis
 			return fmt.Errorf("store tools: %w", translate(err))
 		}
 		w.Generation++
-		_, err = tx.Exec(ctx, `UPDATE sources SET state = 'indexing', error = '', warnings = $3, spec_hash = $4, etag = $5,
+		_, err = tx.Exec(ctx, `UPDATE sources SET `+stateUnlessRequested(`'indexing'`, 14)+`, error = '', warnings = $3, spec_hash = $4, etag = $5,
 			base_url = $6, server = $7, auth_profile = $8, quality = $9, tool_count = $10, discovery_ms = $11,
 			signature = $12, generation = $13, last_refreshed_at = now(), last_success_at = now() WHERE org_id = $1 AND id = $2`,
 			orgID, id, r.Warnings, r.SpecHash, r.ETag, r.BaseURL, r.Server, nullJSON(r.AuthProfile), nullJSON(r.Quality),
-			len(r.Tools), r.DiscoveryMS, r.Signature, w.Generation)
+			len(r.Tools), r.DiscoveryMS, r.Signature, w.Generation, check, at)
 		return err
 	})
 	return w, s.gatewayChanged(orgID, err)
@@ -422,17 +454,19 @@ func (s *Store) AllTools(ctx context.Context, orgID int64, sourceID string) ([]S
 }
 
 // MarkUnchanged records a refresh that found the spec unchanged (ETag).
-func (s *Store) MarkUnchanged(ctx context.Context, orgID int64, id string) error {
+func (s *Store) MarkUnchanged(ctx context.Context, orgID int64, id string, a *Answering) error {
+	check, at := a.args()
 	res, err := s.db.ExecContext(ctx, `UPDATE sources SET error = '', last_refreshed_at = now(), last_success_at = now(),
-		state = CASE WHEN indexed_generation = generation THEN 'ready' ELSE 'indexing' END
-		WHERE org_id = $1 AND id = $2`, orgID, id)
+		`+stateUnlessRequested(`CASE WHEN indexed_generation = generation THEN 'ready' ELSE 'indexing' END`, 3)+`
+		WHERE org_id = $1 AND id = $2`, orgID, id, check, at)
 	return oneRow(res, err)
 }
 
 // RecordFailure marks a failed refresh; the last good tools stay.
-func (s *Store) RecordFailure(ctx context.Context, orgID int64, id, message string, discoveryMS int) error {
-	res, err := s.db.ExecContext(ctx, `UPDATE sources SET state = 'failed', error = $3, discovery_ms = $4,
-		last_refreshed_at = now(), last_failure_at = now() WHERE org_id = $1 AND id = $2`, orgID, id, message, discoveryMS)
+func (s *Store) RecordFailure(ctx context.Context, orgID int64, id, message string, discoveryMS int, a *Answering) error {
+	check, at := a.args()
+	res, err := s.db.ExecContext(ctx, `UPDATE sources SET `+stateUnlessRequested(`'failed'`, 5)+`, error = $3, discovery_ms = $4,
+		last_refreshed_at = now(), last_failure_at = now() WHERE org_id = $1 AND id = $2`, orgID, id, message, discoveryMS, check, at)
 	return oneRow(res, err)
 }
 

@@ -45,7 +45,10 @@ func (r *Refresher) Refresh(ctx context.Context, orgID int64, id string) error {
 	if err != nil {
 		return fmt.Errorf("load source %s: %w", id, err)
 	}
-	if err := r.Store.MarkSource(ctx, orgID, id, "loading"); err != nil {
+	// A refresh asked for while this one runs makes the worker run it
+	// again; until then the states written here stay queued.
+	answering := &db.Answering{RequestedAt: src.RefreshRequestedAt}
+	if err := r.Store.MarkLoading(ctx, orgID, id, answering); err != nil {
 		return fmt.Errorf("mark source %s loading: %w", id, err)
 	}
 	start := time.Now()
@@ -61,17 +64,18 @@ func (r *Refresher) Refresh(ctx context.Context, orgID int64, id string) error {
 	switch {
 	case derr != nil:
 		r.Log.Info("source discovery failed", "source", id, "type", src.Type, "error", derr.Error())
-		if err := r.Store.RecordFailure(context.WithoutCancel(ctx), orgID, id, derr.Error(), ms); err != nil {
+		if err := r.Store.RecordFailure(context.WithoutCancel(ctx), orgID, id, derr.Error(), ms, answering); err != nil {
 			return fmt.Errorf("record failure of source %s: %w", id, err)
 		}
 		return nil
 	case notModified:
-		if err := r.Store.MarkUnchanged(ctx, orgID, id); err != nil {
+		if err := r.Store.MarkUnchanged(ctx, orgID, id, answering); err != nil {
 			return err
 		}
 		return r.IndexIfBehind(ctx, orgID, id)
 	}
 	result.DiscoveryMS = ms
+	result.Answering = answering
 	result.Signature = Signature(src, result.SpecHash)
 	docs := search.DocsFor(src, result.Tools)
 	for i := range result.Tools {
