@@ -38,34 +38,55 @@ func (g *Gateway) Search(ctx context.Context, c Caller, text string, limit int, 
 	if err != nil {
 		return nil, fmt.Errorf("search tools: %w", err)
 	}
-	fetch := limit
-	if set.Len() > 0 {
-		// Some hits may be hidden: ask for more, keep limit.
-		fetch = limit + hiddenSlack
-	}
-	res, err := g.opts.Index.Search(ctx, search.Query{OrgID: c.OrgID, WorkspaceID: c.WorkspaceID, Text: text,
-		SourceID: sourceID, Limit: fetch})
-	if err != nil {
-		return nil, fmt.Errorf("search tools: %w", err)
-	}
-	hits := res.Hits
-	if set.Len() > 0 && len(hits) > 0 {
-		if hits, err = g.visibleHits(ctx, c, set, hits); err != nil {
+	if set.Len() == 0 {
+		res, err := g.opts.Index.Search(ctx, search.Query{OrgID: c.OrgID, WorkspaceID: c.WorkspaceID, Text: text,
+			SourceID: sourceID, Limit: limit})
+		if err != nil {
 			return nil, fmt.Errorf("search tools: %w", err)
+		}
+		if res.Hits == nil {
+			return []search.Hit{}, nil
+		}
+		return res.Hits, nil
+	}
+	// Rules may hide some hits: read pages of the ranking, each a little
+	// larger than what is still missing, until limit hits are visible or
+	// the ranking ends. The bound keeps a workspace whose rules hide
+	// nearly everything from reading its whole index per search.
+	hits := []search.Hit{}
+	for page, offset := 0, 0; page < maxHiddenPages && len(hits) < limit; page++ {
+		fetch := limit - len(hits) + hiddenSlack
+		res, err := g.opts.Index.Search(ctx, search.Query{OrgID: c.OrgID, WorkspaceID: c.WorkspaceID, Text: text,
+			SourceID: sourceID, Limit: fetch, Offset: offset})
+		if err != nil {
+			return nil, fmt.Errorf("search tools: %w", err)
+		}
+		offset += len(res.Hits)
+		visible := res.Hits
+		if len(visible) > 0 {
+			if visible, err = g.visibleHits(ctx, c, set, visible); err != nil {
+				return nil, fmt.Errorf("search tools: %w", err)
+			}
+		}
+		hits = append(hits, visible...)
+		if len(res.Hits) < fetch {
+			break // the ranking ended
 		}
 	}
 	if len(hits) > limit {
 		hits = hits[:limit]
 	}
-	if hits == nil {
-		return []search.Hit{}, nil
-	}
 	return hits, nil
 }
 
-// hiddenSlack is how many more hits a search asks the index for when
-// rules may hide some.
-const hiddenSlack = 20
+// hiddenSlack is how many more hits than still missing a search asks the
+// index for when rules may hide some, and maxHiddenPages how many pages
+// it reads at most: a search returns fewer than its limit only when the
+// ranking has no more visible tools, or after that many pages.
+const (
+	hiddenSlack    = 20
+	maxHiddenPages = 5
+)
 
 // visibleHits drops the hits set hides from c, reading what rules need of
 // them in one query; a hit the database no longer holds is dropped too.

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/toolgate/toolgate/db"
 	"github.com/toolgate/toolgate/internal/gateway"
 	"github.com/toolgate/toolgate/internal/gateway/audit"
 	"github.com/toolgate/toolgate/internal/sources"
@@ -101,6 +102,39 @@ func TestMCPTimeoutSettings(t *testing.T) {
 		}
 		if msg := problems[tc.bad]; !strings.Contains(msg, tc.want) {
 			t.Errorf("%s: problems %v, want %s: …%s…", tc.cfg, problems, tc.bad, tc.want)
+		}
+	}
+}
+
+// When rules hide many of the best hits, search_tools still returns its
+// limit of visible tools while the ranking has them, reading further
+// pages of the index instead of stopping at the first.
+func TestSearchFillsTheLimitPastHiddenTools(t *testing.T) {
+	e := newEnv(t)
+	spec := mustRead(t, testenv.PeerPath(t, "@readme/oas-examples/3.0/json/petstore.json"))
+	for _, name := range []string{"Pets A", "Pets B", "Pets C"} {
+		e.source(e.a, &e.a.ws, name, sources.TypeOpenAPI, openAPIConfig(spec, "http://127.0.0.1:9"))
+	}
+	// 40 of the 60 tools are denied, more than a first page's slack.
+	for _, ns := range []string{"pets-a", "pets-b"} {
+		e.rule(e.a, &e.a.ws, db.PolicyFields{SelectorType: "pattern", Selector: ns + ".**", Effect: "deny", Note: "hidden"})
+	}
+	c := e.a.caller()
+	for _, limit := range []int{5, 20, 50} {
+		hits, err := e.gw.Search(t.Context(), c, "pet", limit, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := min(limit, 20)
+		if len(hits) != want {
+			t.Errorf("limit %d: %d hits, want %d", limit, len(hits), want)
+		}
+		seen := map[string]bool{}
+		for _, h := range hits {
+			if !strings.HasPrefix(h.Path, "pets-c.") || seen[h.Path] {
+				t.Errorf("limit %d: hit %s (hidden, or twice)", limit, h.Path)
+			}
+			seen[h.Path] = true
 		}
 	}
 }
