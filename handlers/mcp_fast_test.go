@@ -203,6 +203,9 @@ func TestMCPFastPath(t *testing.T) {
 			// Deeper than the SDK's decoder goes: it refuses the request.
 			`{"jsonrpc":"2.0","id":73,"method":"tools/call","params":{"name":"call_tool","arguments":{"path":"notes.notes.get_note","arguments":{"id":2,"deep":` +
 				strings.Repeat("[", 1000) + strings.Repeat("]", 1000) + `}}}}`,
+			// Space JSON does not allow before the message: the SDK refuses it.
+			"\v" + `{"jsonrpc":"2.0","id":74,"method":"tools/call","params":{"name":"call_tool","arguments":{"path":"notes.notes.get_note","arguments":{"id":2}}}}`,
+			"\u00a0" + `{"jsonrpc":"2.0","id":75,"method":"tools/call","params":{"name":"call_tool","arguments":{"path":"notes.notes.get_note","arguments":{"id":2}}}}`,
 		} {
 			if r := search.post(body); r.status == http.StatusOK && strings.HasPrefix(r.contentType, "application/json") {
 				t.Fatalf("answered by the fast path: %s\n%s", body, r.body)

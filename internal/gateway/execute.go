@@ -299,17 +299,29 @@ func (x *exec) shapeMCP(res *mcp.CallToolResult) *mcp.CallToolResult {
 		}
 	}
 	var structured []byte
+	compacted := false
 	switch v := res.StructuredContent.(type) {
 	case nil:
 	case json.RawMessage:
 		structured = v // as the upstream sent it
+		if int64(len(v)) > limit {
+			// Measured, and sent, without the upstream's indentation, as
+			// the SDK's encoder would write it.
+			var buf bytes.Buffer
+			if json.Compact(&buf, v) == nil {
+				structured, compacted = buf.Bytes(), true
+			}
+		}
 	default:
 		structured, _ = json.Marshal(v)
 	}
-	if total <= limit && int64(len(structured)) <= limit && x.auth.Empty() {
+	if total <= limit && int64(len(structured)) <= limit && x.auth.Empty() && !compacted {
 		return res
 	}
 	out := *res
+	if compacted {
+		out.StructuredContent = json.RawMessage(structured)
+	}
 	out.Content = make([]mcp.Content, 0, len(res.Content))
 	budget := limit
 	shape := func(s string) string {

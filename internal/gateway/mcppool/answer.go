@@ -309,8 +309,8 @@ func plainResult(raw []byte) (*mcp.CallToolResult, bool) {
 		return nil, false
 	}
 	if structured != nil && string(structured) != "null" {
-		if !utf8.Valid(structured) {
-			return nil, false // decode writes U+FFFD for what is not UTF-8
+		if !utf8.Valid(structured) || surrogateEscape(structured) {
+			return nil, false // decode writes U+FFFD for these
 		}
 		res.StructuredContent = json.RawMessage(bytes.Clone(structured))
 	}
@@ -403,4 +403,22 @@ func (w *wireContent) sdk() mcp.Content {
 		return &mcp.EmbeddedResource{Resource: w.Resource, Meta: w.Meta, Annotations: w.Annotations}
 	}
 	return nil
+}
+
+// surrogateEscape reports whether raw may hold a \u escape of a UTF-16
+// surrogate (\ud800 to \udfff), which decoding turns into U+FFFD when it
+// stands alone; an escaped backslash before a "u" counts too, which only
+// sends such an answer the decoding way.
+func surrogateEscape(raw []byte) bool {
+	for i := bytes.Index(raw, []byte(`\u`)); i >= 0 && i+3 < len(raw); {
+		if (raw[i+2] == 'd' || raw[i+2] == 'D') && bytes.IndexByte([]byte("89abcdefABCDEF"), raw[i+3]) >= 0 {
+			return true
+		}
+		next := bytes.Index(raw[i+2:], []byte(`\u`))
+		if next < 0 {
+			return false
+		}
+		i += 2 + next
+	}
+	return false
 }

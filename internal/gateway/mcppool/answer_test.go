@@ -77,6 +77,32 @@ func TestResultDecodesAsSDK(t *testing.T) {
 	}
 }
 
+// Structured content that decoding would change (a lone surrogate escape
+// becomes U+FFFD) reaches the agent as the SDK's path sends it. (Other
+// escapes pass on as written, the same JSON as the SDK sends.)
+func TestStructuredContentSentAsSDK(t *testing.T) {
+	for _, sc := range []string{`{"a":"\ud800"}`, `{"a":"x \uDFFF"}`, `{"a":"\ud83d\ude00"}`, `{"a":"\\ud800"}`, `{"a":"\udc00 \\ud800"}`} {
+		raw := `{"content":[],"structuredContent":` + sc + `}`
+		var want mcp.CallToolResult
+		if err := json.Unmarshal([]byte(raw), &want); err != nil {
+			t.Fatal(err)
+		}
+		wantJSON, _ := json.Marshal(want.StructuredContent)
+		data := []byte(`{"jsonrpc":"2.0","id":1,"result":` + raw + `}`)
+		var m message
+		if err := m.decode(data); err != nil {
+			t.Fatal(err)
+		}
+		res, err := m.toolResult(data)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, _ := json.Marshal(res.StructuredContent); string(got) != string(wantJSON) {
+			t.Errorf("%s: sent %s, the SDK's path sends %s", sc, got, wantJSON)
+		}
+	}
+}
+
 // TestPlainResponse checks which answers are read without reflection:
 // the usual ones are, and anything else falls back to decoding.
 func TestPlainResponse(t *testing.T) {
