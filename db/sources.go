@@ -342,7 +342,7 @@ func (s *Store) SaveDiscovery(ctx context.Context, orgID int64, id string, r Dis
 		if r.Signature != "" && r.Signature == signature && state != "failed" {
 			w.Unchanged = true
 			_, err := tx.Exec(ctx, `UPDATE sources SET `+stateUnlessRequested(`CASE WHEN indexed_generation = generation THEN 'ready' ELSE 'indexing' END`, 2)+`,
-				error = '', last_refreshed_at = now(), last_success_at = now() WHERE id = $1`, append([]any{id}, check, at)...)
+				error = '', last_refreshed_at = now(), last_success_at = now() WHERE id = $1`, id, check, at)
 			return err
 		}
 		w.Previous = map[string]string{}

@@ -38,24 +38,17 @@ func (g *Gateway) Search(ctx context.Context, c Caller, text string, limit int, 
 	if err != nil {
 		return nil, fmt.Errorf("search tools: %w", err)
 	}
-	if set.Len() == 0 {
-		res, err := g.opts.Index.Search(ctx, search.Query{OrgID: c.OrgID, WorkspaceID: c.WorkspaceID, Text: text,
-			SourceID: sourceID, Limit: limit})
-		if err != nil {
-			return nil, fmt.Errorf("search tools: %w", err)
-		}
-		if res.Hits == nil {
-			return []search.Hit{}, nil
-		}
-		return res.Hits, nil
+	// Rules may hide some hits: then read pages of the ranking, each a
+	// little larger than what is still missing, until limit hits are
+	// visible or the ranking ends. The bound keeps a workspace whose rules
+	// hide nearly everything from reading its whole index per search.
+	slack, pages := 0, 1
+	if set.Len() > 0 {
+		slack, pages = hiddenSlack, maxHiddenPages
 	}
-	// Rules may hide some hits: read pages of the ranking, each a little
-	// larger than what is still missing, until limit hits are visible or
-	// the ranking ends. The bound keeps a workspace whose rules hide
-	// nearly everything from reading its whole index per search.
 	hits := []search.Hit{}
-	for page, offset := 0, 0; page < maxHiddenPages && len(hits) < limit; page++ {
-		fetch := limit - len(hits) + hiddenSlack
+	for page, offset := 0, 0; page < pages && len(hits) < limit; page++ {
+		fetch := limit - len(hits) + slack
 		res, err := g.opts.Index.Search(ctx, search.Query{OrgID: c.OrgID, WorkspaceID: c.WorkspaceID, Text: text,
 			SourceID: sourceID, Limit: fetch, Offset: offset})
 		if err != nil {
@@ -63,7 +56,7 @@ func (g *Gateway) Search(ctx context.Context, c Caller, text string, limit int, 
 		}
 		offset += len(res.Hits)
 		visible := res.Hits
-		if len(visible) > 0 {
+		if set.Len() > 0 && len(visible) > 0 {
 			if visible, err = g.visibleHits(ctx, c, set, visible); err != nil {
 				return nil, fmt.Errorf("search tools: %w", err)
 			}

@@ -410,15 +410,11 @@ func (w *wireContent) sdk() mcp.Content {
 // stands alone; an escaped backslash before a "u" counts too, which only
 // sends such an answer the decoding way.
 func surrogateEscape(raw []byte) bool {
-	for i := bytes.Index(raw, []byte(`\u`)); i >= 0 && i+3 < len(raw); {
-		if (raw[i+2] == 'd' || raw[i+2] == 'D') && bytes.IndexByte([]byte("89abcdefABCDEF"), raw[i+3]) >= 0 {
+	for i := 0; i+3 < len(raw); i++ {
+		// |0x20 folds A-F to a-f and leaves digits as they are.
+		if raw[i] == '\\' && raw[i+1] == 'u' && raw[i+2]|0x20 == 'd' && bytes.IndexByte([]byte("89abcdef"), raw[i+3]|0x20) >= 0 {
 			return true
 		}
-		next := bytes.Index(raw[i+2:], []byte(`\u`))
-		if next < 0 {
-			return false
-		}
-		i += 2 + next
 	}
 	return false
 }
