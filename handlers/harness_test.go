@@ -23,6 +23,7 @@ import (
 	"github.com/toolgate/toolgate/internal/auth"
 	"github.com/toolgate/toolgate/internal/config"
 	"github.com/toolgate/toolgate/internal/credentials"
+	"github.com/toolgate/toolgate/internal/fastconn"
 	"github.com/toolgate/toolgate/internal/gateway"
 	"github.com/toolgate/toolgate/internal/gateway/audit"
 	"github.com/toolgate/toolgate/internal/mcpserver"
@@ -54,7 +55,9 @@ type env struct {
 	tenancy *tenancy.Service
 	gateway *gateway.Gateway
 	mcp     *mcpserver.Handler
-	audit   *audit.Recorder
+	// loops serve agents' connections once a call is answered on them.
+	loops *fastconn.Server
+	audit *audit.Recorder
 	// approvals is the server's approvals service.
 	approvals *approvals.Service
 }
@@ -110,14 +113,18 @@ func newEnv(t testing.TB, vars map[string]string) *env {
 		PollInterval: 200 * time.Millisecond,
 	})
 	t.Cleanup(mcpH.Close)
+	// As `serve`: agents' connections are taken over by the fast loop.
+	loops := fastconn.New(fastconn.Options{Path: "/mcp", Serve: mcpH.ServeFast, Logger: log, Log: handlers.MCPRequestLog(cfg, log)})
 	e := handlers.New(handlers.Deps{
 		Config: cfg, Store: store, Sessions: handlers.NewSessions(cfg, sessions),
 		Logger: log, Version: "test", Refresher: queue, Keys: keys, Search: finder,
-		Gateway: gw, MCP: mcpH, Approvals: apr,
+		Gateway: gw, MCP: mcpH, MCPConns: loops, Approvals: apr,
 		Checks: map[string]func(context.Context) error{"postgresql": store.Ping},
 	})
 	srv := httptest.NewServer(e)
 	t.Cleanup(srv.Close)
+	go func() { _ = srv.Config.Serve(loops.Listener()) }()
+	t.Cleanup(loops.Close) // before srv.Close
 	// Shut down first, as serve does, so open event streams end and Close
 	// does not wait for them.
 	t.Cleanup(func() {
@@ -127,7 +134,7 @@ func newEnv(t testing.TB, vars map[string]string) *env {
 	})
 	return &env{t: t, srv: srv, echo: e, store: store, index: index, queue: queue, keys: keys,
 		tenancy: &tenancy.Service{Store: store, Signup: cfg.Signup}, gateway: gw, mcp: mcpH, audit: recorder,
-		approvals: apr}
+		approvals: apr, loops: loops}
 }
 
 // testKeys is the key ring given as TOOLGATE_SECRET_KEYS, or a fresh one.

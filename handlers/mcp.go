@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/labstack/echo/v4"
+
+	"github.com/toolgate/toolgate/internal/config"
 )
 
 // mcpFirst serves /mcp before Echo's router and the console's middleware.
@@ -24,6 +26,7 @@ func (s *Server) mcpFirst(next echo.HandlerFunc) echo.HandlerFunc {
 			return next(c)
 		}
 		start, w := time.Now(), c.Response()
+		logged := false
 		defer func() {
 			if p := recover(); p != nil {
 				if p == http.ErrAbortHandler {
@@ -34,7 +37,9 @@ func (s *Server) mcpFirst(next echo.HandlerFunc) echo.HandlerFunc {
 					http.Error(w, "toolgate failed to serve the request", http.StatusInternalServerError)
 				}
 			}
-			s.logMCP(c, w.Status, start)
+			if !logged {
+				s.logMCP(r, w.Status, start)
+			}
 		}()
 		switch r.Method {
 		case http.MethodGet, http.MethodPost, http.MethodDelete:
@@ -48,25 +53,32 @@ func (s *Server) mcpFirst(next echo.HandlerFunc) echo.HandlerFunc {
 			return nil
 		}
 		r.Body = http.MaxBytesReader(w, r.Body, maxBody)
+		if s.mcpConns != nil && s.mcpConns.TakeOver(w, r) {
+			logged = true // by the loop, which knows the status
+			return nil
+		}
 		s.mcp.ServeHTTP(w, r)
 		return nil
 	}
 }
 
-// logMCP logs an /mcp request: errors always, refusals at info, the rest
-// at debug; nothing is built when the level is off.
-func (s *Server) logMCP(c echo.Context, status int, start time.Time) {
-	r := c.Request()
-	level := slog.LevelDebug
-	switch {
-	case status >= 500:
-		level = slog.LevelError
-	case status >= 400:
-		level = slog.LevelInfo
+// MCPRequestLog returns the log line of an /mcp request: errors always,
+// refusals at info, the rest at debug; nothing is built when the level is
+// off. The handlers and internal/fastconn's loops log with it.
+func MCPRequestLog(cfg config.Config, log *slog.Logger) func(r *http.Request, status int, start time.Time) {
+	ip := ipExtractor(cfg)
+	return func(r *http.Request, status int, start time.Time) {
+		level := slog.LevelDebug
+		switch {
+		case status >= 500:
+			level = slog.LevelError
+		case status >= 400:
+			level = slog.LevelInfo
+		}
+		if !log.Enabled(r.Context(), level) {
+			return
+		}
+		log.Log(r.Context(), level, "request", "method", r.Method, "path", "/mcp", "status", status,
+			"duration_ms", time.Since(start).Milliseconds(), "client_ip", ip(r))
 	}
-	if !s.log.Enabled(r.Context(), level) {
-		return
-	}
-	s.log.Log(r.Context(), level, "request", "method", r.Method, "path", "/mcp", "status", status,
-		"duration_ms", time.Since(start).Milliseconds(), "client_ip", c.RealIP())
 }

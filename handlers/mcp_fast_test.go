@@ -160,6 +160,23 @@ func TestMCPFastPath(t *testing.T) {
 		})
 	}
 
+	// Each case's fast call took its connection over from net/http, and
+	// its SDK call gave it back. Calls in a row are answered by fastconn's
+	// loop, and the same.
+	if st := f.loops.Stats(); st.TakenOver < int64(len(cases)) || st.GivenBack < int64(len(cases)) {
+		t.Errorf("fastconn %+v: the fast calls did not take their connections over", st)
+	}
+	before := f.loops.Stats().Served
+	for i := range 3 {
+		r := search.call(200+i, "call_tool", map[string]any{"path": "notes.notes.get_note", "arguments": map[string]any{"id": i}}, nil)
+		if r.status != http.StatusOK || r.message["id"] != float64(200+i) || !strings.Contains(string(r.body), fmt.Sprintf("note %d", i)) {
+			t.Fatalf("call %d in a row: %d %s", i, r.status, r.body)
+		}
+	}
+	if served := f.loops.Stats().Served - before; served != 2 {
+		t.Errorf("the loop answered %d of 3 calls in a row, want the 2 after the first", served)
+	}
+
 	t.Run("escaped strings", func(t *testing.T) {
 		// JSON escapes in the method and the tool's name spell the same
 		// strings: the fast path reads them as the SDK would.

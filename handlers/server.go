@@ -6,6 +6,7 @@ import (
 	"context"
 	"log/slog"
 	"net/http"
+	"time"
 
 	"github.com/alexedwards/scs/v2"
 	"github.com/labstack/echo/v4"
@@ -15,6 +16,7 @@ import (
 	"github.com/toolgate/toolgate/internal/auth"
 	"github.com/toolgate/toolgate/internal/config"
 	"github.com/toolgate/toolgate/internal/credentials"
+	"github.com/toolgate/toolgate/internal/fastconn"
 	"github.com/toolgate/toolgate/internal/gateway"
 	"github.com/toolgate/toolgate/internal/registry"
 	"github.com/toolgate/toolgate/internal/search"
@@ -39,6 +41,10 @@ type Deps struct {
 	Gateway *gateway.Gateway
 	// MCP serves /mcp; nil leaves the endpoint out.
 	MCP http.Handler
+	// MCPConns, when set, takes over the kept-alive connections of
+	// requests MCP answers whole (internal/fastconn); the http.Server
+	// must also serve its Listener.
+	MCPConns *fastconn.Server
 	// Approvals holds calls for a person's decision: the Approvals pages,
 	// their API and the sidebar's pending badge use it.
 	Approvals *approvals.Service
@@ -60,6 +66,8 @@ type Server struct {
 	search    search.Index
 	gateway   *gateway.Gateway
 	mcp       http.Handler
+	mcpConns  *fastconn.Server
+	logMCP    func(r *http.Request, status int, start time.Time)
 	approvals *approvals.Service
 	// shutdowns ends long-lived responses when their server shuts down.
 	shutdowns shutdowns
@@ -81,6 +89,8 @@ func New(d Deps) *echo.Echo {
 		search:    d.Search,
 		gateway:   d.Gateway,
 		mcp:       d.MCP,
+		mcpConns:  d.MCPConns,
+		logMCP:    MCPRequestLog(d.Config, d.Logger),
 		approvals: d.Approvals,
 		version:   d.Version,
 	}
@@ -99,13 +109,18 @@ func New(d Deps) *echo.Echo {
 	e.HideBanner = true
 	e.HidePort = true
 	e.HTTPErrorHandler = s.handleError
-	if d.Config.TrustProxyHeaders {
-		e.IPExtractor = echo.ExtractIPFromXFFHeader()
-	} else {
-		e.IPExtractor = echo.ExtractIPDirect()
-	}
+	e.IPExtractor = ipExtractor(d.Config)
 	s.routes(e)
 	return e
+}
+
+// ipExtractor reads a request's client address: from X-Forwarded-For
+// behind a trusted proxy, else the connection's.
+func ipExtractor(cfg config.Config) echo.IPExtractor {
+	if cfg.TrustProxyHeaders {
+		return echo.ExtractIPFromXFFHeader()
+	}
+	return echo.ExtractIPDirect()
 }
 
 // NewSessions configures the console's session manager over PostgreSQL.

@@ -65,7 +65,7 @@ func TestUsersCreatePrintsAWorkingToken(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := httptest.NewServer(a.handler(memstore.New(), q, nil, nil, nil))
+	srv := httptest.NewServer(a.handler(memstore.New(), q, nil, nil, nil, nil))
 	defer srv.Close()
 	req, _ := http.NewRequest("GET", srv.URL+"/api/v1/orgs/ops-team", nil)
 	req.Header.Set("Authorization", "Bearer "+token)

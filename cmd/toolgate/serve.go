@@ -16,6 +16,7 @@ import (
 	"github.com/toolgate/toolgate/handlers"
 	"github.com/toolgate/toolgate/internal/approvals"
 	"github.com/toolgate/toolgate/internal/auth"
+	"github.com/toolgate/toolgate/internal/fastconn"
 	"github.com/toolgate/toolgate/internal/gateway"
 	"github.com/toolgate/toolgate/internal/gateway/audit"
 	"github.com/toolgate/toolgate/internal/mcpserver"
@@ -75,13 +76,21 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer, getenv 
 	gw := a.gateway(recorder, held, lookups)
 	mcpHandler := a.mcp(gw)
 	srv := &http.Server{
-		Handler:           a.handler(sessionStore, q, gw, mcpHandler, held),
 		ReadHeaderTimeout: 10 * time.Second,
 		ReadTimeout:       60 * time.Second,
 		IdleTimeout:       120 * time.Second,
 	}
-	errc := make(chan error, 1)
+	// Agents' kept-alive connections are served by a plain loop once a
+	// call has been answered on them; the loop gives a connection back to
+	// srv for any other request.
+	mcpConns := fastconn.New(fastconn.Options{
+		Path: "/mcp", Serve: mcpHandler.ServeFast, Logger: a.log, Log: handlers.MCPRequestLog(a.cfg, a.log),
+		IdleTimeout: srv.IdleTimeout, ReadHeaderTimeout: srv.ReadHeaderTimeout, ReadTimeout: srv.ReadTimeout,
+	})
+	srv.Handler = a.handler(sessionStore, q, gw, mcpHandler, mcpConns, held)
+	errc := make(chan error, 2)
 	go func() { errc <- srv.Serve(ln) }()
+	go func() { errc <- srv.Serve(mcpConns.Listener()) }()
 	seedDemoAgent(ctx, a, q, stdout)
 	a.log.Info("serving", "addr", ln.Addr().String(), "url", a.cfg.BaseURL.String(), "version", version)
 	fmt.Fprintf(stdout, "toolgate %s is ready at %s\n", version, a.cfg.BaseURL.String())
@@ -94,7 +103,12 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer, getenv 
 	a.log.Info("shutting down", "grace", shutdownGrace.String())
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), shutdownGrace)
 	defer cancel()
+	loops := make(chan error, 1)
+	go func() { loops <- mcpConns.Shutdown(sctx) }()
 	err = srv.Shutdown(sctx)
+	if lerr := <-loops; err == nil {
+		err = lerr
+	}
 	// In-flight calls have finished (or the grace ran out): stop the MCP
 	// sessions and the upstream pool.
 	mcpHandler.Close()
@@ -148,7 +162,7 @@ func (a *app) mcp(gw *gateway.Gateway) *mcpserver.Handler {
 }
 
 // handler is the whole HTTP surface of the instance.
-func (a *app) handler(sessions scs.Store, q *worker.Queue, gw *gateway.Gateway, mcp http.Handler, held *approvals.Service) http.Handler {
+func (a *app) handler(sessions scs.Store, q *worker.Queue, gw *gateway.Gateway, mcp http.Handler, mcpConns *fastconn.Server, held *approvals.Service) http.Handler {
 	return handlers.New(handlers.Deps{
 		Config:    a.cfg,
 		Store:     a.store,
@@ -160,6 +174,7 @@ func (a *app) handler(sessions scs.Store, q *worker.Queue, gw *gateway.Gateway, 
 		Keys:      a.keys,
 		Gateway:   gw,
 		MCP:       mcp,
+		MCPConns:  mcpConns,
 		Approvals: held,
 		Checks: map[string]func(context.Context) error{
 			"postgresql":  a.store.Ping,

@@ -243,22 +243,39 @@ func callerOf(extra *mcp.RequestExtra) (caller, bool) {
 // ServeHTTP checks Host and Origin, authenticates the key, picks the mode
 // and hands the request to the session layer or the stateless handler.
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if !h.hostAllowed(r.Host) {
-		http.Error(w, fmt.Sprintf("Forbidden: host %q is not allowed (TOOLGATE_MCP_ALLOWED_HOSTS)", r.Host), http.StatusForbidden)
-		return
-	}
-	if origin := r.Header.Get("Origin"); !h.originAllowed(origin) {
-		http.Error(w, fmt.Sprintf("Forbidden: origin %q is not allowed (TOOLGATE_MCP_ALLOWED_ORIGINS)", origin), http.StatusForbidden)
-		return
-	}
-	c, ok := h.authenticate(w, r)
-	if !ok {
-		return
-	}
-	if h.sessions.fast(w, r, c) {
+	c, served := h.front(w, r)
+	if served {
 		return
 	}
 	h.withToken.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), callerKey{}, c)))
+}
+
+// ServeFast serves r when it is answered whole without the SDK: a refusal
+// (host, origin, key), or a request the fast path takes. It reports
+// whether it did; when it did not, nothing was written and r is as it
+// came, for ServeHTTP. internal/fastconn serves kept-alive connections
+// with it.
+func (h *Handler) ServeFast(w http.ResponseWriter, r *http.Request) bool {
+	_, served := h.front(w, r)
+	return served
+}
+
+// front checks the host, the origin and the key, and tries the fast path;
+// served reports whether r has been answered.
+func (h *Handler) front(w http.ResponseWriter, r *http.Request) (c caller, served bool) {
+	if !h.hostAllowed(r.Host) {
+		http.Error(w, fmt.Sprintf("Forbidden: host %q is not allowed (TOOLGATE_MCP_ALLOWED_HOSTS)", r.Host), http.StatusForbidden)
+		return c, true
+	}
+	if origin := r.Header.Get("Origin"); !h.originAllowed(origin) {
+		http.Error(w, fmt.Sprintf("Forbidden: origin %q is not allowed (TOOLGATE_MCP_ALLOWED_ORIGINS)", origin), http.StatusForbidden)
+		return c, true
+	}
+	c, ok := h.authenticate(w, r)
+	if !ok {
+		return c, true
+	}
+	return c, h.sessions.fast(w, r, c)
 }
 
 // tokenInfo hands the SDK the caller authenticate found: the SDK passes
