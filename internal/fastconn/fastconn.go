@@ -23,12 +23,15 @@ import (
 	"bytes"
 	"context"
 	"crypto/tls"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"net"
 	"net/http"
 	"runtime/debug"
+	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -206,12 +209,13 @@ func (s *Server) Shutdown(ctx context.Context) error {
 		return nil
 	case <-ctx.Done():
 	}
+	// Out of time: the connections close, and the calls still running end
+	// when the caller closes the gateway, as under net/http's Shutdown.
 	s.mu.Lock()
 	for c := range s.conns {
 		c.nc.Close()
 	}
 	s.mu.Unlock()
-	<-done
 	return ctx.Err()
 }
 
@@ -232,7 +236,8 @@ func (s *Server) isClosing() bool {
 type loopConn struct {
 	nc   net.Conn
 	br   *bufio.Reader
-	raw  []byte // the request being served, as it came
+	raw  []byte // the head of the request being served, as it came
+	body []byte // its body
 	out  []byte // the answer being written
 	idle bool   // waiting for a request; guarded by Server.mu
 }
@@ -283,7 +288,7 @@ func (s *Server) serve(c *loopConn) {
 		}
 		start := time.Now()
 		_ = c.nc.SetReadDeadline(start.Add(s.opts.ReadHeaderTimeout))
-		r, ok, err := s.readRequest(c)
+		r, ok, err := s.readRequest(c, start)
 		if err != nil {
 			c.nc.Close()
 			return
@@ -306,14 +311,15 @@ func (s *Server) serve(c *loopConn) {
 	}
 }
 
-// readRequest reads the next request. ok is false, with no error, for a
-// request the loop does not take; what was read of it is in c.raw. An error
-// is a connection to close.
-func (s *Server) readRequest(c *loopConn) (r *http.Request, ok bool, err error) {
-	c.raw = c.raw[:0]
+// readRequest reads the next request, whose first byte came at start. ok
+// is false, with no error, for a request the loop does not take; what was
+// read of it is in c.raw and c.body, to give back. An error is a
+// connection to close.
+func (s *Server) readRequest(c *loopConn, start time.Time) (r *http.Request, ok bool, err error) {
+	c.raw, c.body = c.raw[:0], nil
 	n, err := headLength(c.br)
 	if err != nil || n == 0 {
-		return nil, false, err // n 0: too long for the loop
+		return nil, false, err // n 0: not for the loop, nothing read
 	}
 	head, _ := c.br.Peek(n)
 	c.raw = append(c.raw, head...)
@@ -326,17 +332,24 @@ func (s *Server) readRequest(c *loopConn) (r *http.Request, ok bool, err error) 
 		_, _ = c.br.Discard(n - (before - c.br.Buffered()))
 		return nil, false, nil
 	}
-	if !s.takes(r) || !validHeaders(r, c.raw) {
+	if read := before - c.br.Buffered(); read != n {
+		// The parser and headLength disagree on where the head ends; give
+		// back exactly what the parser took.
+		c.raw = c.raw[:read]
 		return nil, false, nil
 	}
-	_ = c.nc.SetReadDeadline(time.Now().Add(s.opts.ReadTimeout))
-	// A body of its own: the handler may keep slices of it (the audit
-	// row's arguments are written later).
-	body := make([]byte, r.ContentLength)
-	if _, err := io.ReadFull(c.br, body); err != nil {
-		return nil, false, err
+	if !s.takes(r) || !strings.HasPrefix(r.RequestURI, "/") || !validHeaders(r, c.raw) {
+		return nil, false, nil // absolute-form URIs, whose Host rules differ, too
 	}
-	c.raw = append(c.raw, body...)
+	_ = c.nc.SetReadDeadline(start.Add(s.opts.ReadTimeout))
+	// A body of its own (the handler may keep slices of it: the audit
+	// row's arguments are written later), grown as it arrives rather than
+	// sized by what the client announced.
+	body, err := io.ReadAll(io.LimitReader(c.br, r.ContentLength))
+	if err != nil || int64(len(body)) != r.ContentLength {
+		return nil, false, errors.New("fastconn: the body ended early")
+	}
+	c.body = body
 	r.Body = io.NopCloser(bytes.NewReader(body))
 	r.RemoteAddr = c.nc.RemoteAddr().String()
 	if tc, ok := c.nc.(*tls.Conn); ok {
@@ -347,12 +360,26 @@ func (s *Server) readRequest(c *loopConn) (r *http.Request, ok bool, err error) 
 }
 
 // headLength is the length of the request head at the start of br, up to
-// and including its blank line; 0 when it is longer than the loop takes.
+// and including its blank line; 0 when the loop leaves it to net/http: a
+// head longer than maxHead, or with a line ended by a bare LF, which
+// net/http accepts and the loop does not parse.
 func headLength(br *bufio.Reader) (int, error) {
 	for {
 		buf, err := br.Peek(br.Buffered())
-		if i := bytes.Index(buf, []byte("\r\n\r\n")); i >= 0 {
-			return i + 4, nil
+		for i := 0; ; {
+			j := bytes.IndexByte(buf[i:], '\n')
+			if j < 0 {
+				break
+			}
+			i += j + 1
+			switch {
+			case i < 2 || buf[i-2] != '\r':
+				return 0, nil // a bare LF
+			case bytes.HasPrefix(buf[i:], []byte("\r\n")):
+				return i + 2, nil // the blank line
+			case bytes.HasPrefix(buf[i:], []byte("\n")):
+				return 0, nil
+			}
 		}
 		if len(buf) >= maxHead {
 			return 0, nil
@@ -417,7 +444,7 @@ func (s *Server) run(resp *response, r *http.Request) (served bool) {
 // giveBack hands c to net/http with the request it did not take unread.
 func (s *Server) giveBack(c *loopConn) {
 	buffered, _ := c.br.Peek(c.br.Buffered())
-	pending := append(bytes.Clone(c.raw), buffered...)
+	pending := slices.Concat(c.raw, c.body, buffered)
 	_ = c.nc.SetReadDeadline(time.Time{})
 	s.givenBack.Add(1)
 	if !s.ln.give(&replayConn{Conn: c.nc, pending: pending}) {

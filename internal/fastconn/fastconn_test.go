@@ -69,6 +69,8 @@ func (s *server) fast(w http.ResponseWriter, r *http.Request) bool {
 		panic("asked to")
 	case string(body) == "fast slow":
 		time.Sleep(300 * time.Millisecond)
+	case string(body) == "fast slower":
+		time.Sleep(3 * time.Second)
 	case !strings.HasPrefix(string(body), "fast"):
 		r.Body = io.NopCloser(strings.NewReader(string(body)))
 		return false
@@ -247,6 +249,27 @@ func TestLoopLeavesToNetHTTPWhatItDoesNotTake(t *testing.T) {
 	}
 }
 
+func TestLoopAndNetHTTPAgreeWhereRequestsEnd(t *testing.T) {
+	s := newServer(t, fastconn.Options{})
+	// Bare LFs, which net/http accepts: each request is answered once.
+	c := takenOver(t, s)
+	c.send("GET /other HTTP/1.1\nHost: h\n\n" + "GET /second HTTP/1.1\r\nHost: h\r\n\r\n" + post("fast 2"))
+	c.expect(200, "sdk GET ", "")
+	c.expect(200, "sdk GET ", "")
+	c.expect(200, "fast 2 host=example.test", "net/http")
+	// A declined bare-LF POST whose body looks like a request.
+	c.send("POST /mcp HTTP/1.1\nHost: h\nContent-Length: 29\n\nnot\r\n\r\nGET /smuggled HTTP/1.1" + post("fast 3"))
+	c.expect(200, "sdk POST not\r\n\r\nGET /smuggled HTTP/1.1", "")
+	c.expect(200, "fast 3 host=example.test", "net/http")
+	c.send(post("fast 4"))
+	c.expect(200, "fast 4 host=example.test", "loop")
+	// An absolute-form URI: net/http checks the Host field itself.
+	c.send("POST http://h/mcp HTTP/1.1\r\nHost: bad host\r\nContent-Length: 4\r\n\r\nfast")
+	if status, _, _ := c.answer(); status != http.StatusBadRequest {
+		t.Fatalf("absolute form with a bad Host: %d", status)
+	}
+}
+
 func TestLoopGivesALargeHeadToNetHTTP(t *testing.T) {
 	s := newServer(t, fastconn.Options{})
 	c := takenOver(t, s)
@@ -318,6 +341,22 @@ func TestShutdownClosesIdleLoops(t *testing.T) {
 	c = dial(t, s.addr)
 	c.send(post("fast 3"))
 	c.expect(200, "sdk POST fast 3", "")
+}
+
+func TestShutdownKeepsToItsDeadline(t *testing.T) {
+	s := newServer(t, fastconn.Options{})
+	c := takenOver(t, s)
+	c.send(post("fast slower"))
+	time.Sleep(50 * time.Millisecond) // the loop is in the handler
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	start := time.Now()
+	if err := s.loops.Shutdown(ctx); err != context.DeadlineExceeded {
+		t.Fatalf("shutdown past its deadline: %v", err)
+	}
+	if waited := time.Since(start); waited > 1500*time.Millisecond { // the handler takes 3 s
+		t.Fatalf("shutdown waited %v for a handler after its deadline", waited)
+	}
 }
 
 func TestShutdownFinishesTheRequestInFlight(t *testing.T) {
