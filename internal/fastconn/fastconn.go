@@ -135,38 +135,40 @@ func (s *Server) TakeOver(w http.ResponseWriter, r *http.Request) bool {
 	if !s.opts.Serve(resp, r) {
 		return false
 	}
+	defer s.logRequest(r, resp.status, start)
+	if !s.hijack(w, r, resp) {
+		resp.copyTo(w) // the connection stays with net/http
+	}
+	return true
+}
+
+// hijack takes r's connection from net/http, writes resp on it and starts
+// its loop; false when the connection stays with net/http.
+func (s *Server) hijack(w http.ResponseWriter, r *http.Request, resp *response) bool {
 	// An answer given before the body was read (a refusal) leaves the body
 	// on the connection, where the loop would take it for the next request.
-	_, drainErr := io.Copy(io.Discard, r.Body)
-	if drainErr != nil {
-		resp.copyTo(w)
-		s.logRequest(r, resp.status, start)
-		return true
+	if _, err := io.Copy(io.Discard, r.Body); err != nil {
+		return false
 	}
 	// Shutdown sets closing under mu before it waits for the loops, so a
 	// loop is either counted before it waits or not started.
 	s.mu.Lock()
 	if s.closing {
 		s.mu.Unlock()
-		resp.copyTo(w)
-		s.logRequest(r, resp.status, start)
-		return true
+		return false
 	}
 	s.loops.Add(1)
 	s.mu.Unlock()
 	nc, rw, err := http.NewResponseController(w).Hijack()
 	if err != nil {
 		s.loops.Done()
-		resp.copyTo(w)
-		s.logRequest(r, resp.status, start)
-		return true
+		return false
 	}
 	// What the client sent after this request (a pipelined request) is in
 	// net/http's reader; the loop reads it first.
 	pending, _ := rw.Reader.Peek(rw.Reader.Buffered())
 	c := s.track(nc, bytes.Clone(pending))
 	s.takenOver.Add(1)
-	s.logRequest(r, resp.status, start)
 	go func() {
 		defer s.loops.Done()
 		defer s.untrack(c)
