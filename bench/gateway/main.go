@@ -19,7 +19,9 @@
 // in a loop): the MCP upstream called directly, through /mcp's call_tool
 // (search mode) and through /mcp?mode=direct by the tool's direct name; the
 // HTTP API called directly (a keep-alive client) and through the same two
-// gateway surfaces. Rounds interleave the scenarios; each run warms up, then
+// gateway surfaces; and the floor, the MCP upstream called through a bare
+// TCP relay in a process of its own (relay.go), whose CPU per call is what
+// any Go gateway pays to move the bytes before doing anything with them. Rounds interleave the scenarios; each run warms up, then
 // measures for -duration. The report gives per scenario the median over the
 // rounds of calls/s, p50 and p99 latency, and the toolgate process's CPU
 // time (user+system from /proc/<pid>/stat) per call, then the throughput of
@@ -118,6 +120,10 @@ type options struct {
 func main() {
 	if len(os.Args) == 2 && os.Args[1] == upstreamCommand {
 		serveUpstreams()
+		return
+	}
+	if len(os.Args) == 3 && os.Args[1] == relayCommand {
+		serveRelay(os.Args[2])
 		return
 	}
 	// toolgate is started from the main thread, which lives as long as this
@@ -251,6 +257,12 @@ func run(ctx context.Context, o options) (err error) {
 
 	b := &bench{o: o, tg: tg, pg: clusterOf(ctx, store), seed: seed, tools: tools, mcpURL: up.url + "/mcp", apiURL: up.url, up: up,
 		client: &http.Client{Transport: newTransport()}}
+	if slices.ContainsFunc(b.selected(), func(s scenario) bool { return s.relay }) {
+		if b.relay, err = startRelay(strings.TrimPrefix(up.url, "http://")); err != nil {
+			return err
+		}
+		defer b.relay.close()
+	}
 	b.policy = policySummary(ctx, store, seed)
 	if problem := b.checkPolicy(ctx, store); problem != "" {
 		b.policy = "NOT ENFORCED: " + problem
@@ -276,19 +288,23 @@ func run(ctx context.Context, o options) (err error) {
 type scenario struct {
 	key      string // for -only
 	upstream string // "MCP" or "OpenAPI"
-	via      string // "direct", "/mcp call_tool", "/mcp direct mode"
+	via      string // "direct", "/mcp call_tool", "/mcp direct mode", "bare TCP relay"
 	gateway  bool
+	// relay: called directly, through the bare TCP relay (relay.go),
+	// whose CPU the run reports in toolgate's place.
+	relay bool
 }
 
 func (s scenario) name() string { return s.upstream + " " + s.via }
 
 var scenarios = []scenario{
-	{"mcp-direct", "MCP", "direct", false},
-	{"mcp-call", "MCP", "/mcp call_tool", true},
-	{"mcp-directmode", "MCP", "/mcp direct mode", true},
-	{"api-direct", "OpenAPI", "direct", false},
-	{"api-call", "OpenAPI", "/mcp call_tool", true},
-	{"api-directmode", "OpenAPI", "/mcp direct mode", true},
+	{"mcp-direct", "MCP", "direct", false, false},
+	{"mcp-relay", "MCP", "bare TCP relay", false, true},
+	{"mcp-call", "MCP", "/mcp call_tool", true, false},
+	{"mcp-directmode", "MCP", "/mcp direct mode", true, false},
+	{"api-direct", "OpenAPI", "direct", false, false},
+	{"api-call", "OpenAPI", "/mcp call_tool", true, false},
+	{"api-directmode", "OpenAPI", "/mcp direct mode", true, false},
 }
 
 func scenarioKeys() []string {
@@ -319,6 +335,9 @@ type bench struct {
 	// policy says which rules the calls are evaluated against.
 	policy string
 	up     *upstreams
+	// relay is the bare TCP relay's process; nil unless a relay scenario
+	// runs.
+	relay *relay
 }
 
 // newTransport is a keep-alive transport sized for the largest session
@@ -344,6 +363,12 @@ func (b *bench) connect(ctx context.Context, s scenario, tr http.RoundTripper) (
 	switch {
 	case s.upstream == "OpenAPI" && !s.gateway:
 		return caller{call: b.callAPI, close: func() {}}, nil
+	case s.relay:
+		cs, err := openSession(ctx, "http://"+b.relay.addr+"/mcp", &http.Client{Transport: tr})
+		if err != nil {
+			return caller{}, err
+		}
+		return sessionCaller(cs, "echo", map[string]any{"text": echoText}), nil
 	case !s.gateway:
 		cs, err := openSession(ctx, b.mcpURL, &http.Client{Transport: tr})
 		if err != nil {
@@ -614,11 +639,15 @@ func (b *bench) measure(ctx context.Context, s scenario, n, round int) runResult
 		}(&workers[i], callers[i])
 	}
 	time.Sleep(time.Until(start))
-	cpu0, pg0, self0, up0 := b.tg.cpu(), b.pg.cpu(), selfCPU(), b.up.cpu()
+	cpuOf := b.tg.cpu
+	if s.relay {
+		cpuOf = b.relay.cpu
+	}
+	cpu0, pg0, self0, up0 := cpuOf(), b.pg.cpu(), selfCPU(), b.up.cpu()
 	profiled := b.profile(ctx, s, n, round)
 	wg.Wait()
 	profiled()
-	r := runResult{elapsed: time.Since(start), cpu: b.tg.cpu() - cpu0, pgCPU: b.pg.cpu() - pg0, selfCPU: selfCPU() - self0, upCPU: b.up.cpu() - up0}
+	r := runResult{elapsed: time.Since(start), cpu: cpuOf() - cpu0, pgCPU: b.pg.cpu() - pg0, selfCPU: selfCPU() - self0, upCPU: b.up.cpu() - up0}
 
 	var lat []time.Duration
 	for _, w := range workers {
@@ -754,7 +783,7 @@ func (b *bench) report(results map[runKey][]runResult) {
 	}
 	fmt.Printf("medians over %d rounds of %s (after %s warm-up); CPU/call is user+system time per call of the toolgate process, of the\n"+
 		"PostgreSQL cluster (%s), of this process (%s) and of the upstreams' process;\n"+
-		"on direct runs toolgate's and PostgreSQL's are their idle background\n\n", b.o.rounds, b.o.duration, b.o.warmup, b.pg, b.selfName())
+		"on direct runs toolgate's and PostgreSQL's are their idle background; on the bare TCP relay's runs toolgate's column is the relay's\n\n", b.o.rounds, b.o.duration, b.o.warmup, b.pg, b.selfName())
 	selfHead, upHead := [2]string{"", "clients"}, [2]string{"", "upstreams"}
 	if b.up.pid == 0 {
 		selfHead, upHead = [2]string{"clients+", "upstreams"}, [2]string{"", ""}
@@ -770,6 +799,7 @@ func (b *bench) report(results map[runKey][]runResult) {
 		errs  int
 	}
 	var verdicts []verdict
+	var floor time.Duration // the relay's CPU per call at targetAtLoad sessions
 	for _, n := range b.o.sessions {
 		for _, s := range b.selected() {
 			runs := results[runKey{n, s.name()}]
@@ -778,13 +808,16 @@ func (b *bench) report(results map[runKey][]runResult) {
 			}
 			sum := summarize(runs)
 			share := "-"
-			if s.gateway {
+			if s.relay && n == targetAtLoad {
+				floor = sum.cpu
+			}
+			if s.gateway || s.relay {
 				if d := results[runKey{n, s.upstream + " direct"}]; len(d) > 0 {
 					ds := summarize(d)
 					if ds.perSecond > 0 {
 						v := sum.perSecond / ds.perSecond
 						share = fmt.Sprintf("%.0f%%", 100*v)
-						if n == targetAtLoad {
+						if n == targetAtLoad && s.gateway {
 							verdicts = append(verdicts, verdict{s.name(), v, sum.cpu, sum.errors})
 						}
 					}
@@ -818,8 +851,12 @@ func (b *bench) report(results map[runKey][]runResult) {
 		if v.errs > 0 {
 			note = fmt.Sprintf(" (runs had %d errors: not a valid measurement)", v.errs)
 		}
-		fmt.Printf("  %-28s throughput %4.0f%% %-6s  CPU/call %8s %s%s\n", v.name, 100*v.share, mark(v.share >= targetShare),
-			fmtDur(v.cpu), mark(v.cpu <= targetCPU), note)
+		above := ""
+		if floor > 0 {
+			above = fmt.Sprintf(" (%s above the bare relay's %s)", fmtDur(v.cpu-floor), fmtDur(floor))
+		}
+		fmt.Printf("  %-28s throughput %4.0f%% %-6s  CPU/call %8s %s%s%s\n", v.name, 100*v.share, mark(v.share >= targetShare),
+			fmtDur(v.cpu), mark(v.cpu <= targetCPU), above, note)
 	}
 }
 
@@ -844,7 +881,7 @@ func (b *bench) checkPolicy(ctx context.Context, store *db.Store) string {
 	}
 	tr := newTransport()
 	defer tr.CloseIdleConnections()
-	c, err := b.connect(ctx, scenario{"api-call", "OpenAPI", "/mcp call_tool", true}, tr)
+	c, err := b.connect(ctx, scenario{"api-call", "OpenAPI", "/mcp call_tool", true, false}, tr)
 	if err != nil {
 		return err.Error()
 	}
