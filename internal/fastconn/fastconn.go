@@ -10,8 +10,9 @@
 // needs none of it: its answer is complete before the first byte is
 // written, and it runs to its end when the client leaves. So when the fast
 // handler has answered a request through net/http, the connection is
-// hijacked and served by a plain loop: parse the head with net/http's own
-// parser, read the body, run the handler, write the answer in one write.
+// hijacked and served by a plain loop: parse the head (parseHead takes
+// only the plainest, and builds the request net/http would), read the
+// body, run the handler, write the answer in one write.
 // Anything the loop does not take (another path or method, a body of
 // unknown or large size, Expect, Connection: close, HTTP/1.0, anything
 // net/http would refuse, and every request the handler leaves to the SDK)
@@ -31,12 +32,9 @@ import (
 	"net/http"
 	"runtime/debug"
 	"slices"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
-
-	"golang.org/x/net/http/httpguts"
 )
 
 // Handler answers a request whole, into w, and reports true; or it writes
@@ -325,23 +323,10 @@ func (s *Server) readRequest(c *loopConn, start time.Time) (r *http.Request, ok 
 	}
 	head, _ := c.br.Peek(n)
 	c.raw = append(c.raw, head...)
-	before := c.br.Buffered()
-	r, err = http.ReadRequest(c.br)
-	if err != nil {
-		// net/http reads it again and answers 400. The head was buffered
-		// whole, so the parser stopped inside it: skip the rest of it,
-		// which c.raw holds.
-		_, _ = c.br.Discard(n - (before - c.br.Buffered()))
+	_, _ = c.br.Discard(n)
+	r, ok = parseHead(c.raw, s.opts.MaxBody)
+	if !ok || r.URL.Path != s.opts.Path {
 		return nil, false, nil
-	}
-	if read := before - c.br.Buffered(); read != n {
-		// The parser and headLength disagree on where the head ends; give
-		// back exactly what the parser took.
-		c.raw = c.raw[:read]
-		return nil, false, nil
-	}
-	if !s.takes(r) || !strings.HasPrefix(r.RequestURI, "/") || !validHeaders(r, c.raw) {
-		return nil, false, nil // absolute-form URIs, whose Host rules differ, too
 	}
 	_ = c.nc.SetReadDeadline(start.Add(s.opts.ReadTimeout))
 	// A body of its own (the handler may keep slices of it: the audit
@@ -393,38 +378,6 @@ func headLength(br *bufio.Reader) (int, error) {
 			return 0, err
 		}
 	}
-}
-
-// validHeaders reports whether net/http's server would take r's header,
-// as read from head: exactly one valid Host, and valid names and values.
-// It refuses the rest with 400, so they go to it.
-func validHeaders(r *http.Request, head []byte) bool {
-	if hostLines(head) != 1 || !httpguts.ValidHostHeader(r.Host) {
-		return false
-	}
-	for name, values := range r.Header {
-		if !httpguts.ValidHeaderFieldName(name) {
-			return false
-		}
-		for _, v := range values {
-			if !httpguts.ValidHeaderFieldValue(v) {
-				return false
-			}
-		}
-	}
-	return true
-}
-
-// hostLines counts the Host fields of a request head (http.ReadRequest
-// keeps only the first).
-func hostLines(head []byte) int {
-	n := 0
-	for line := range bytes.SplitSeq(head, []byte("\n")) {
-		if len(line) >= 5 && bytes.EqualFold(line[:5], []byte("host:")) {
-			n++
-		}
-	}
-	return n
 }
 
 // run calls the handler; a panic is logged and answered 500, and the
