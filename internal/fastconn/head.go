@@ -2,12 +2,13 @@ package fastconn
 
 import (
 	"net/http"
-	"net/textproto"
 	"net/url"
 	"strconv"
 	"strings"
 
 	"golang.org/x/net/http/httpguts"
+
+	"github.com/toolgate/toolgate/internal/httphead"
 )
 
 // parseHead reads a request head, whole and ended by its blank line with
@@ -39,27 +40,22 @@ func parseHead(head []byte, maxBody int64) (*http.Request, bool) {
 	if fields < 1 {
 		return nil, false
 	}
+	h := httphead.NewFields(fields)
 	r := &http.Request{
 		Method: http.MethodPost, URL: u, RequestURI: target,
 		Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1,
-		Header: make(http.Header, fields),
+		Header: h.Header,
 	}
-	values := make([]string, 0, fields) // backs every field's value slice
 	hosts, lengths := 0, 0
 	for {
 		line, rest, _ = strings.Cut(rest, "\r\n")
 		if line == "" {
 			break
 		}
-		name, value, ok := strings.Cut(line, ":")
-		if !ok || !httpguts.ValidHeaderFieldName(name) {
-			return nil, false // a folded line starts with a space: not a token either
-		}
-		value = strings.Trim(value, " \t")
-		if !httpguts.ValidHeaderFieldValue(value) {
+		key, value, ok := httphead.Field(line)
+		if !ok {
 			return nil, false
 		}
-		key := textproto.CanonicalMIMEHeaderKey(name)
 		switch key {
 		case "Host":
 			hosts++
@@ -79,12 +75,7 @@ func parseHead(head []byte, maxBody int64) (*http.Request, bool) {
 				return nil, false
 			}
 		}
-		if prior := r.Header[key]; prior != nil {
-			r.Header[key] = append(prior, value)
-			continue
-		}
-		values = append(values, value)
-		r.Header[key] = values[len(values)-1 : len(values) : len(values)]
+		h.Add(key, value)
 	}
 	if hosts != 1 || lengths > 1 || !httpguts.ValidHostHeader(r.Host) || rest != "" {
 		return nil, false

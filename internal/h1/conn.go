@@ -147,6 +147,9 @@ func (c *conn) readResponse(req *http.Request) (*http.Response, error) {
 		return nil, err
 	}
 	for range maxInformational + 1 {
+		if resp, ok := readPlainResponse(c.br, req); ok {
+			return resp, nil
+		}
 		resp, err := http.ReadResponse(c.br, req)
 		if err != nil {
 			return nil, err
