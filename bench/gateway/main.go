@@ -793,13 +793,14 @@ func (b *bench) report(results map[runKey][]runResult) {
 	fmt.Printf("%-8s  %-28s  %9s  %9s  %9s  %9s  %9s  %9s  %9s  %9s  %6s\n", "sessions", "scenario", "calls/s", "p50", "p99",
 		"toolgate", "Postgres", selfHead[1], upHead[1], "vs direct", "errors")
 	type verdict struct {
-		name  string
-		share float64
-		cpu   time.Duration
-		errs  int
+		name     string
+		upstream string
+		share    float64
+		cpu      time.Duration
+		errs     int
 	}
 	var verdicts []verdict
-	var floor time.Duration // the relay's CPU per call at targetAtLoad sessions
+	floor := map[string]time.Duration{} // upstream -> the relay's CPU per call at targetAtLoad sessions
 	for _, n := range b.o.sessions {
 		for _, s := range b.selected() {
 			runs := results[runKey{n, s.name()}]
@@ -809,7 +810,7 @@ func (b *bench) report(results map[runKey][]runResult) {
 			sum := summarize(runs)
 			share := "-"
 			if s.relay && n == targetAtLoad {
-				floor = sum.cpu
+				floor[s.upstream] = sum.cpu
 			}
 			if s.gateway || s.relay {
 				if d := results[runKey{n, s.upstream + " direct"}]; len(d) > 0 {
@@ -818,7 +819,7 @@ func (b *bench) report(results map[runKey][]runResult) {
 						v := sum.perSecond / ds.perSecond
 						share = fmt.Sprintf("%.0f%%", 100*v)
 						if n == targetAtLoad && s.gateway {
-							verdicts = append(verdicts, verdict{s.name(), v, sum.cpu, sum.errors})
+							verdicts = append(verdicts, verdict{s.name(), s.upstream, v, sum.cpu, sum.errors})
 						}
 					}
 				}
@@ -852,8 +853,8 @@ func (b *bench) report(results map[runKey][]runResult) {
 			note = fmt.Sprintf(" (runs had %d errors: not a valid measurement)", v.errs)
 		}
 		above := ""
-		if floor > 0 {
-			above = fmt.Sprintf(" (%s above the bare relay's %s)", fmtDur(v.cpu-floor), fmtDur(floor))
+		if f := floor[v.upstream]; f > 0 {
+			above = fmt.Sprintf(" (%s above the bare relay's %s)", fmtDur(v.cpu-f), fmtDur(f))
 		}
 		fmt.Printf("  %-28s throughput %4.0f%% %-6s  CPU/call %8s %s%s%s\n", v.name, 100*v.share, mark(v.share >= targetShare),
 			fmtDur(v.cpu), mark(v.cpu <= targetCPU), above, note)
