@@ -18,7 +18,7 @@ import (
 
 // readPlainResponse reads the usual response head, already whole in br:
 // HTTP/1.1, a final status that may carry a body, every line ended by
-// CRLF, valid field names and values, no Trailer or Connection: close,
+// CRLF, valid field names and values, no Trailer, Pragma or Connection: close,
 // and a body framed by one Content-Length of digits or by chunked alone. It builds the response
 // http.ReadResponse would, with a few allocations instead of its two
 // dozen. For any other head, ok is false and nothing has been read:
@@ -67,11 +67,11 @@ func readPlainResponse(br *bufio.Reader, req *http.Request) (resp *http.Response
 			resp.ContentLength = int64(n)
 		case "Transfer-Encoding":
 			encodings++
-			if !strings.EqualFold(value, "chunked") {
+			if !asciiEqualFold(value, "chunked") { // as net/http: not Unicode's folding, where K is k too
 				return nil, false
 			}
 			continue // net/http keeps it out of Header
-		case "Trailer":
+		case "Trailer", "Pragma": // net/http adds Cache-Control for a Pragma
 			return nil, false
 		case "Connection":
 			if httpguts.HeaderValuesContainsToken([]string{value}, "close") {
@@ -96,6 +96,24 @@ func readPlainResponse(br *bufio.Reader, req *http.Request) (resp *http.Response
 		resp.Body = &lengthBody{br: br, n: resp.ContentLength}
 	}
 	return resp, true
+}
+
+// asciiEqualFold reports whether s and t are equal when ASCII letters
+// are folded to lower case; lower is lower case already.
+func asciiEqualFold(s, lower string) bool {
+	if len(s) != len(lower) {
+		return false
+	}
+	for i := range len(s) {
+		c := s[i]
+		if 'A' <= c && c <= 'Z' {
+			c += 'a' - 'A'
+		}
+		if c != lower[i] {
+			return false
+		}
+	}
+	return true
 }
 
 func digits(s string) bool {

@@ -51,6 +51,8 @@ func TestReadPlainResponseDeclines(t *testing.T) {
 		"two lengths":         "HTTP/1.1 200 OK\r\nContent-Length: 2\r\nContent-Length: 2\r\n\r\nok",
 		"gzip, chunked":       "HTTP/1.1 200 OK\r\nTransfer-Encoding: gzip, chunked\r\n\r\n",
 		"Trailer":             "HTTP/1.1 200 OK\r\nTrailer: X\r\nContent-Length: 2\r\n\r\nok",
+		"Pragma":              "HTTP/1.1 200 OK\r\nPragma: no-cache\r\nContent-Length: 2\r\n\r\nok",
+		"chunked, Unicode K":  "HTTP/1.1 200 OK\r\nTransfer-Encoding: chun\u212aed\r\n\r\n2\r\nok\r\n0\r\n\r\n",
 		"Connection: close":   "HTTP/1.1 200 OK\r\nConnection: close\r\nContent-Length: 2\r\n\r\nok",
 		"folded":              "HTTP/1.1 200 OK\r\nX-A: a\r\n b\r\nContent-Length: 2\r\n\r\nok",
 		"bare LF":             "HTTP/1.1 200 OK\nContent-Length: 2\r\n\r\nok",
