@@ -1006,31 +1006,42 @@ func startUpstreams(separate bool) (*upstreams, error) {
 		srv := newUpstreams()
 		return &upstreams{url: srv.URL, close: srv.Close}, nil
 	}
-	self, err := os.Executable()
+	pid, url, stop, err := startSelf("the upstreams' process", upstreamCommand)
 	if err != nil {
 		return nil, err
 	}
-	cmd := exec.Command(self, upstreamCommand)
+	return &upstreams{url: url, pid: pid, close: stop}, nil
+}
+
+// startSelf starts this program with args, in a process of its own that
+// ends with this one, and returns the line it prints first: where it
+// serves. stop ends it.
+func startSelf(what string, args ...string) (pid int, line string, stop func(), err error) {
+	self, err := os.Executable()
+	if err != nil {
+		return 0, "", nil, err
+	}
+	cmd := exec.Command(self, args...)
 	cmd.Stderr = os.Stderr
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGTERM}
 	out, err := cmd.StdoutPipe()
 	if err != nil {
-		return nil, err
+		return 0, "", nil, err
 	}
 	if err := cmd.Start(); err != nil {
-		return nil, fmt.Errorf("start the upstreams' process: %w", err)
+		return 0, "", nil, fmt.Errorf("start %s: %w", what, err)
 	}
-	line, err := bufio.NewReader(out).ReadString('\n')
+	line, err = bufio.NewReader(out).ReadString('\n')
 	if err != nil {
 		_ = cmd.Process.Kill()
 		_ = cmd.Wait()
-		return nil, fmt.Errorf("the upstreams' process did not say its URL: %w", err)
+		return 0, "", nil, fmt.Errorf("%s did not say where it serves: %w", what, err)
 	}
-	fmt.Printf("upstreams' process: pid %d at %s", cmd.Process.Pid, line)
-	return &upstreams{url: strings.TrimSpace(line), pid: cmd.Process.Pid, close: func() {
+	fmt.Printf("%s: pid %d at %s", what, cmd.Process.Pid, line)
+	return cmd.Process.Pid, strings.TrimSpace(line), func() {
 		_ = cmd.Process.Signal(syscall.SIGTERM)
 		_ = cmd.Wait()
-	}}, nil
+	}, nil
 }
 
 // serveUpstreams serves the upstreams until SIGTERM, after printing their URL.

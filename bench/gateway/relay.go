@@ -1,14 +1,11 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"fmt"
 	"net"
 	"os"
-	"os/exec"
 	"os/signal"
-	"strings"
 	"syscall"
 	"time"
 )
@@ -46,31 +43,11 @@ func (r *relay) cpu() time.Duration {
 
 // startRelay starts this program as a relay to target (host:port).
 func startRelay(target string) (*relay, error) {
-	self, err := os.Executable()
+	pid, addr, stop, err := startSelf("the relay's process", relayCommand, target)
 	if err != nil {
 		return nil, err
 	}
-	cmd := exec.Command(self, relayCommand, target)
-	cmd.Stderr = os.Stderr
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGTERM}
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		return nil, err
-	}
-	if err := cmd.Start(); err != nil {
-		return nil, fmt.Errorf("start the relay: %w", err)
-	}
-	line, err := bufio.NewReader(out).ReadString('\n')
-	if err != nil {
-		_ = cmd.Process.Kill()
-		_ = cmd.Wait()
-		return nil, fmt.Errorf("the relay did not say its address: %w", err)
-	}
-	fmt.Printf("relay's process: pid %d at %s", cmd.Process.Pid, line)
-	return &relay{addr: strings.TrimSpace(line), pid: cmd.Process.Pid, close: func() {
-		_ = cmd.Process.Signal(syscall.SIGTERM)
-		_ = cmd.Wait()
-	}}, nil
+	return &relay{addr: addr, pid: pid, close: stop}, nil
 }
 
 // serveRelay relays every connection to target until SIGTERM, after
