@@ -11,13 +11,13 @@ import (
 func TestField(t *testing.T) {
 	for line, want := range map[string][3]string{
 		"content-type: application/json ": {"Content-Type", "application/json", "ok"},
-		"X-Empty:":                         {"X-Empty", "", "ok"},
-		"x-a:\t a b \t":                    {"X-A", "a b", "ok"},
-		"X-A : b":                          {},
-		" X-A: b":                          {},
-		"X-A b":                            {},
-		"X(A): b":                          {},
-		"X-A: a\x00b":                      {},
+		"X-Empty:":                        {"X-Empty", "", "ok"},
+		"x-a:\t a b \t":                   {"X-A", "a b", "ok"},
+		"X-A : b":                         {},
+		" X-A: b":                         {},
+		"X-A b":                           {},
+		"X(A): b":                         {},
+		"X-A: a\x00b":                     {},
 	} {
 		key, value, ok := httphead.Field(line)
 		if got := [3]string{key, value, map[bool]string{true: "ok"}[ok]}; got != want {
