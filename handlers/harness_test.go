@@ -114,7 +114,7 @@ func newEnv(t testing.TB, vars map[string]string) *env {
 	})
 	t.Cleanup(mcpH.Close)
 	// As `serve`: agents' connections are taken over by the fast loop.
-	loops := fastconn.New(fastconn.Options{Path: "/mcp", Serve: mcpH.ServeFast, Logger: log, Log: handlers.MCPRequestLog(cfg, log)})
+	loops := fastconn.New(fastconn.Options{Path: "/mcp", Serve: mcpH.ServeFast, MaxBody: handlers.MCPMaxBody, Logger: log, Log: handlers.MCPRequestLog(cfg, log)})
 	e := handlers.New(handlers.Deps{
 		Config: cfg, Store: store, Sessions: handlers.NewSessions(cfg, sessions),
 		Logger: log, Version: "test", Refresher: queue, Keys: keys, Search: finder,

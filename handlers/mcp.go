@@ -48,11 +48,11 @@ func (s *Server) mcpFirst(next echo.HandlerFunc) echo.HandlerFunc {
 			http.Error(w, "Method Not Allowed", http.StatusMethodNotAllowed)
 			return nil
 		}
-		if r.ContentLength > maxBody {
-			http.Error(w, fmt.Sprintf("Request Entity Too Large: the limit is %d MiB", maxBody>>20), http.StatusRequestEntityTooLarge)
+		if r.ContentLength > MCPMaxBody {
+			http.Error(w, fmt.Sprintf("Request Entity Too Large: the limit is %d MiB", MCPMaxBody>>20), http.StatusRequestEntityTooLarge)
 			return nil
 		}
-		r.Body = http.MaxBytesReader(w, r.Body, maxBody)
+		r.Body = http.MaxBytesReader(w, r.Body, MCPMaxBody)
 		if s.mcpConns != nil && s.mcpConns.TakeOver(w, r) {
 			logged = true // by the loop, which knows the status
 			return nil
@@ -61,6 +61,10 @@ func (s *Server) mcpFirst(next echo.HandlerFunc) echo.HandlerFunc {
 		return nil
 	}
 }
+
+// MCPMaxBody is the largest /mcp request body. internal/fastconn's loop,
+// which hands the handler the bodies it read, must read no larger.
+const MCPMaxBody = maxBody
 
 // MCPRequestLog returns the log line of an /mcp request: errors always,
 // refusals at info, the rest at debug; nothing is built when the level is

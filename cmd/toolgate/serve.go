@@ -84,7 +84,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer, getenv 
 	// call has been answered on them; the loop gives a connection back to
 	// srv for any other request.
 	mcpConns := fastconn.New(fastconn.Options{
-		Path: "/mcp", Serve: mcpHandler.ServeFast, Logger: a.log, Log: handlers.MCPRequestLog(a.cfg, a.log),
+		Path: "/mcp", Serve: mcpHandler.ServeFast, MaxBody: handlers.MCPMaxBody, Logger: a.log, Log: handlers.MCPRequestLog(a.cfg, a.log),
 		IdleTimeout: srv.IdleTimeout, ReadHeaderTimeout: srv.ReadHeaderTimeout, ReadTimeout: srv.ReadTimeout,
 	})
 	srv.Handler = a.handler(sessionStore, q, gw, mcpHandler, mcpConns, held)

@@ -234,16 +234,18 @@ func (s *Server) isClosing() bool {
 
 // loopConn is one connection a loop serves.
 type loopConn struct {
-	nc   net.Conn
-	br   *bufio.Reader
-	raw  []byte // the head of the request being served, as it came
-	body []byte // its body
-	out  []byte // the answer being written
-	idle bool   // waiting for a request; guarded by Server.mu
+	nc net.Conn
+	// remoteAddr is nc's, as every request's RemoteAddr.
+	remoteAddr string
+	br         *bufio.Reader
+	raw        []byte // the head of the request being served, as it came
+	body       []byte // its body
+	out        []byte // the answer being written
+	idle       bool   // waiting for a request; guarded by Server.mu
 }
 
 func (s *Server) track(nc net.Conn, pending []byte) *loopConn {
-	c := &loopConn{nc: nc}
+	c := &loopConn{nc: nc, remoteAddr: nc.RemoteAddr().String()}
 	var src io.Reader = nc
 	if len(pending) > 0 {
 		src = io.MultiReader(bytes.NewReader(pending), nc)
@@ -281,13 +283,12 @@ func (s *Server) serve(c *loopConn) {
 			c.nc.Close()
 			return
 		}
-		_, err := c.br.Peek(1)
+		err := skipBlankLines(c.br)
 		if !s.setIdle(c, false) || err != nil {
 			c.nc.Close()
 			return
 		}
 		start := time.Now()
-		_ = c.nc.SetReadDeadline(start.Add(s.opts.ReadHeaderTimeout))
 		r, ok, err := s.readRequest(c, start)
 		if err != nil {
 			c.nc.Close()
@@ -311,13 +312,33 @@ func (s *Server) serve(c *loopConn) {
 	}
 }
 
+// skipBlankLines waits for the next request's first byte, dropping up to
+// four CR or LF bytes before it, as net/http does after a POST (and every
+// request the loop serves is one): some clients end a body with a stray
+// CRLF. Left in place, they would make the connection's next request one
+// net/http refuses, once the loop gave it back.
+func skipBlankLines(br *bufio.Reader) error {
+	for range 4 {
+		b, err := br.Peek(1)
+		if err != nil {
+			return err
+		}
+		if b[0] != '\r' && b[0] != '\n' {
+			return nil
+		}
+		_, _ = br.Discard(1)
+	}
+	_, err := br.Peek(1)
+	return err
+}
+
 // readRequest reads the next request, whose first byte came at start. ok
 // is false, with no error, for a request the loop does not take; what was
 // read of it is in c.raw and c.body, to give back. An error is a
 // connection to close.
 func (s *Server) readRequest(c *loopConn, start time.Time) (r *http.Request, ok bool, err error) {
 	c.raw, c.body = c.raw[:0], nil
-	n, err := headLength(c.br)
+	n, err := headLength(c.br, func() { _ = c.nc.SetReadDeadline(start.Add(s.opts.ReadHeaderTimeout)) })
 	if err != nil || n == 0 {
 		return nil, false, err // n 0: not for the loop, nothing read
 	}
@@ -328,17 +349,13 @@ func (s *Server) readRequest(c *loopConn, start time.Time) (r *http.Request, ok 
 	if !ok || r.URL.Path != s.opts.Path {
 		return nil, false, nil
 	}
-	_ = c.nc.SetReadDeadline(start.Add(s.opts.ReadTimeout))
-	// A body of its own (the handler may keep slices of it: the audit
-	// row's arguments are written later), grown as it arrives rather than
-	// sized by what the client announced.
-	body, err := io.ReadAll(io.LimitReader(c.br, r.ContentLength))
-	if err != nil || int64(len(body)) != r.ContentLength {
-		return nil, false, errors.New("fastconn: the body ended early")
+	body, err := c.readBody(r.ContentLength, func() { _ = c.nc.SetReadDeadline(start.Add(s.opts.ReadTimeout)) })
+	if err != nil {
+		return nil, false, err
 	}
 	c.body = body
-	r.Body = io.NopCloser(bytes.NewReader(body))
-	r.RemoteAddr = c.nc.RemoteAddr().String()
+	r.Body = newBody(body)
+	r.RemoteAddr = c.remoteAddr
 	if tc, ok := c.nc.(*tls.Conn); ok {
 		state := tc.ConnectionState()
 		r.TLS = &state
@@ -346,12 +363,53 @@ func (s *Server) readRequest(c *loopConn, start time.Time) (r *http.Request, ok 
 	return r, true, nil
 }
 
+// readBody reads a body of n bytes into a slice of its own: the handler
+// may keep slices of it (the audit row's arguments are written later). A
+// body already buffered whole is copied out at its size; one still
+// arriving grows as it comes, rather than sized by what the client
+// announced; wait is called before the first read that may block.
+func (c *loopConn) readBody(n int64, wait func()) ([]byte, error) {
+	if int64(c.br.Buffered()) >= n {
+		body := make([]byte, n)
+		_, _ = io.ReadFull(c.br, body)
+		return body, nil
+	}
+	wait()
+	body, err := io.ReadAll(io.LimitReader(c.br, n))
+	if err != nil || int64(len(body)) != n {
+		return nil, errors.New("fastconn: the body ended early")
+	}
+	return body, nil
+}
+
+// Body is the body of a request the loop serves, read whole before the
+// handler runs. Bytes returns it without a copy, for a handler that wants
+// it whole; it is the request's own and stays valid after the answer.
+type Body struct {
+	bytes.Reader
+	whole []byte
+}
+
+func newBody(b []byte) *Body {
+	body := &Body{whole: b}
+	body.Reset(b)
+	return body
+}
+
+// Bytes is the whole body, whatever has been read of it.
+func (b *Body) Bytes() []byte { return b.whole }
+
+// Close does nothing: the body is in memory.
+func (*Body) Close() error { return nil }
+
 // headLength is the length of the request head at the start of br, up to
 // and including its blank line; 0 when the loop leaves it to net/http: a
 // head longer than maxHead, or with a line ended by a bare LF, which
-// net/http accepts and the loop does not parse.
-func headLength(br *bufio.Reader) (int, error) {
-	for {
+// net/http accepts and the loop does not parse. wait is called once,
+// before the first read that may block: a head that came whole in the
+// first read (the usual case) needs no read deadline of its own.
+func headLength(br *bufio.Reader, wait func()) (int, error) {
+	for waited := false; ; {
 		buf, err := br.Peek(br.Buffered())
 		for i := 0; ; {
 			j := bytes.IndexByte(buf[i:], '\n')
@@ -373,6 +431,10 @@ func headLength(br *bufio.Reader) (int, error) {
 		}
 		if err != nil {
 			return 0, err
+		}
+		if !waited {
+			wait()
+			waited = true
 		}
 		if _, err := br.Peek(len(buf) + 1); err != nil {
 			return 0, err

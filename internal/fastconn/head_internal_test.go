@@ -104,7 +104,7 @@ func TestParseHeadAgreesWithNetHTTP(t *testing.T) {
 				}
 			}
 		}
-		n, _ := headLength(bufio.NewReader(bytes.NewReader(head)))
+		n, _ := headLength(bufio.NewReader(bytes.NewReader(head)), func() {})
 		if n == 0 {
 			continue // the loop leaves it to net/http unparsed
 		}

@@ -319,6 +319,9 @@ func (h *Handler) authenticate(w http.ResponseWriter, r *http.Request) (caller, 
 		return caller{}, false
 	}
 	mode := g.Key.Mode
+	if r.URL.RawQuery == "" {
+		return caller{grant: g, mode: mode}, true
+	}
 	if m := r.URL.Query().Get("mode"); m != "" {
 		if !slices.Contains([]string{ModeSearch, ModeDirect}, m) {
 			http.Error(w, fmt.Sprintf("Bad Request: mode must be search or direct (got %q)", m), http.StatusBadRequest)

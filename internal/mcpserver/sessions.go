@@ -18,6 +18,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/toolgate/toolgate/db"
+	"github.com/toolgate/toolgate/internal/fastconn"
 )
 
 // sessions are the Streamable HTTP sessions this replica holds in memory,
@@ -153,6 +154,9 @@ func (s *sessions) open(w http.ResponseWriter, r *http.Request) {
 
 // readBody reads a POST's body, or answers why it cannot.
 func readBody(w http.ResponseWriter, r *http.Request) ([]byte, bool) {
+	if whole, ok := r.Body.(*fastconn.Body); ok {
+		return whole.Bytes(), true // read already, within the loop's limit
+	}
 	body, err := io.ReadAll(r.Body)
 	var tooBig *http.MaxBytesError
 	switch {

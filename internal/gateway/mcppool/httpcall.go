@@ -103,6 +103,9 @@ func newHTTPCaller(p *Pool, client *http.Client, endpoint string, cs *mcp.Client
 		return nil // the SDK's path says what is wrong with the endpoint
 	}
 	request.Header = h
+	// The Host header comes from the URL all the same; an explicit Host
+	// makes http.Client copy the URL on every request.
+	request.Host = ""
 	c := &httpCaller{client: client, header: h, request: request, sessionID: cs.ID(), spawn: p.spawn, grace: p.drainGrace}
 	c.nextID.Store(firstCallID)
 	return c
