@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgtype"
 )
 
 // NewToolCall is one audit row as the recorder inserts it. The caller has
@@ -30,6 +31,9 @@ type NewToolCall struct {
 	ApprovalID string
 	StartedAt  time.Time
 	DurationUS int64
+	// RecordKey makes the row's insert idempotent: a row whose key the
+	// table holds is not written again. Zero: no key.
+	RecordKey [16]byte
 }
 
 // ToolCall is one audit row, with the key's name and the user's email for
@@ -104,8 +108,10 @@ const toolCallSelect = `SELECT t.id, t.org_id, t.workspace_id, t.key_id, k.name 
 
 // InsertToolCalls writes a batch of audit rows in one statement and returns
 // how many it wrote. Rows of a workspace deleted meanwhile are skipped (its
-// calls would be deleted with it), and a key or user deleted meanwhile is
-// left out of its row, so one stale row does not fail the batch.
+// calls would be deleted with it), and so are rows whose RecordKey the
+// table already holds (an earlier attempt wrote them); a key or user
+// deleted meanwhile is left out of its row, so one stale row does not fail
+// the batch.
 //
 // tool_calls has no foreign keys (they checked every row apart): the
 // statement locks each workspace, key and user the batch names once, as
@@ -135,6 +141,7 @@ func toolCallColumns(calls []NewToolCall) []any {
 		started          = make([]time.Time, n)
 		duration         = make([]int64, n)
 		approvals        = make([]*string, n)
+		recordKeys       = make([]pgtype.UUID, n)
 	)
 	for i, c := range calls {
 		orgs[i], workspaces[i], keys[i], users[i] = c.OrgID, c.WorkspaceID, c.KeyID, c.UserID
@@ -152,16 +159,17 @@ func toolCallColumns(calls []NewToolCall) []any {
 			id := c.ApprovalID
 			approvals[i] = &id
 		}
+		recordKeys[i] = pgtype.UUID{Bytes: c.RecordKey, Valid: c.RecordKey != [16]byte{}}
 	}
-	return []any{orgs, workspaces, keys, users, via, tool, src, args, outcome, errs, status, started, duration, approvals}
+	return []any{orgs, workspaces, keys, users, via, tool, src, args, outcome, errs, status, started, duration, approvals, recordKeys}
 }
 
 // insertToolCalls takes the rows as one array per column.
 const insertToolCalls = `WITH r AS (
 		SELECT * FROM unnest($1::bigint[], $2::bigint[], $3::bigint[], $4::bigint[], $5::text[], $6::text[], $7::text[],
-			$8::jsonb[], $9::text[], $10::text[], $11::int[], $12::timestamptz[], $13::bigint[], $14::text[])
+			$8::jsonb[], $9::text[], $10::text[], $11::int[], $12::timestamptz[], $13::bigint[], $14::text[], $15::uuid[])
 			AS r(org_id, workspace_id, key_id, user_id, via, tool, source_id, arguments, outcome, error,
-				upstream_status, started_at, duration_us, approval_id)
+				upstream_status, started_at, duration_us, approval_id, record_key)
 	), w AS (
 		SELECT id, org_id FROM workspaces WHERE id IN (SELECT workspace_id FROM r) FOR KEY SHARE
 	), k AS (
@@ -170,13 +178,14 @@ const insertToolCalls = `WITH r AS (
 		SELECT id FROM users WHERE id IN (SELECT user_id FROM r) FOR KEY SHARE
 	)
 	INSERT INTO tool_calls (org_id, workspace_id, key_id, user_id, via, tool, source_id,
-		arguments, outcome, error, upstream_status, started_at, duration_us, approval_id)
+		arguments, outcome, error, upstream_status, started_at, duration_us, approval_id, record_key)
 	SELECT r.org_id, r.workspace_id, k.id, u.id, r.via, r.tool, r.source_id,
-		r.arguments, r.outcome, r.error, r.upstream_status, r.started_at, r.duration_us, r.approval_id
+		r.arguments, r.outcome, r.error, r.upstream_status, r.started_at, r.duration_us, r.approval_id, r.record_key
 	FROM r
 	JOIN w ON w.id = r.workspace_id AND w.org_id = r.org_id
 	LEFT JOIN k ON k.id = r.key_id AND k.workspace_id = r.workspace_id
-	LEFT JOIN u ON u.id = r.user_id`
+	LEFT JOIN u ON u.id = r.user_id
+	ON CONFLICT (record_key) DO NOTHING`
 
 // ToolCalls lists a workspace's calls, newest first, a page at a time.
 func (s *Store) ToolCalls(ctx context.Context, orgID, workspaceID int64, f ToolCallFilter) (ToolCallPage, error) {

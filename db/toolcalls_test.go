@@ -165,3 +165,32 @@ func waitForLocks(t *testing.T, f *fixture, n int) {
 		time.Sleep(5 * time.Millisecond)
 	}
 }
+
+// TestInsertToolCallsSkipsKeysItHolds: a row whose record key the table
+// holds is not written again; rows without a key always are.
+func TestInsertToolCallsSkipsKeysItHolds(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	org := f.org()
+	ws := f.workspace(org)
+	keyed := func(tool string, key byte) db.NewToolCall {
+		c := call(org, ws, nil, nil, tool)
+		c.RecordKey = [16]byte{15: key}
+		return c
+	}
+	first := []db.NewToolCall{keyed("a", 1), keyed("b", 2), call(org, ws, nil, nil, "unkeyed")}
+	if n, err := f.store.InsertToolCalls(ctx, first); err != nil || n != 3 {
+		t.Fatalf("first insert: %d rows, %v", n, err)
+	}
+	again := append(first, keyed("c", 3))
+	if n, err := f.store.InsertToolCalls(ctx, again); err != nil || n != 2 {
+		t.Fatalf("second insert: %d rows, %v; want the unkeyed row and c", n, err)
+	}
+	var got string
+	if err := f.store.Pool().QueryRow(ctx, `SELECT string_agg(tool, ',' ORDER BY tool) FROM tool_calls WHERE workspace_id = $1`, ws).Scan(&got); err != nil {
+		t.Fatal(err)
+	}
+	if got != "a,b,c,unkeyed,unkeyed" {
+		t.Fatalf("table holds %s", got)
+	}
+}

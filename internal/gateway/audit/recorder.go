@@ -2,6 +2,7 @@ package audit
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -9,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/toolgate/toolgate/db"
@@ -79,7 +81,9 @@ type Stats struct {
 	// still queued when Close gave up, or refused by the database in every
 	// form the recorder tried.
 	Dropped int64
-	// Skipped rows belonged to a workspace deleted before they were written.
+	// Skipped rows were left out by the insert that succeeded: their
+	// workspace had been deleted, or an earlier attempt whose success went
+	// unacknowledged had written them already.
 	Skipped int64
 	// Batches counts successful inserts; Failures failed attempts.
 	Batches  int64
@@ -306,12 +310,37 @@ func (r *Recorder) take() ([]db.NewToolCall, time.Time) {
 	n := min(len(r.queue), r.opts.BatchSize)
 	batch := make([]db.NewToolCall, n)
 	copy(batch, r.queue)
+	stamp(batch)
 	r.queue = r.queue[n:]
 	if len(r.queue) == 0 {
 		r.queue = nil
 	}
 	r.inflight = n
 	return batch, r.since
+}
+
+// stamp gives each row of batch without a record key one, before its
+// first insert. A row put back after a failed insert keeps its key, so when
+// that insert had in fact committed (its answer was lost: a timeout, a
+// dropped connection), sending the rows again writes none of them twice.
+// The keys are UUIDv7s, time-ordered for the index: one draw per batch,
+// with each row's place in the batch in the last four bytes.
+func stamp(batch []db.NewToolCall) {
+	var base uuid.UUID
+	for i := range batch {
+		if batch[i].RecordKey != ([16]byte{}) {
+			continue
+		}
+		if base == uuid.Nil {
+			var err error
+			if base, err = uuid.NewV7(); err != nil {
+				return // no keys: the rows are written all the same
+			}
+		}
+		key := base
+		binary.BigEndian.PutUint32(key[12:], uint32(i))
+		batch[i].RecordKey = key
+	}
 }
 
 // write inserts a batch in one statement. When the database refuses the

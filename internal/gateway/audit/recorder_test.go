@@ -329,6 +329,53 @@ func TestRecorderHoldsRowsWhileTheDatabaseIsDown(t *testing.T) {
 	}
 }
 
+// lostAckStore writes the first batch it is given and then reports a
+// failure, as when PostgreSQL commits but the answer never arrives (the
+// write timeout ran out, the connection dropped on the way back).
+type lostAckStore struct {
+	*db.Store
+	mu   sync.Mutex
+	lost bool
+}
+
+func (s *lostAckStore) InsertToolCalls(ctx context.Context, calls []db.NewToolCall) (int64, error) {
+	n, err := s.Store.InsertToolCalls(ctx, calls)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err == nil && !s.lost {
+		s.lost = true
+		return 0, fmt.Errorf("the connection dropped after %d rows were committed", n)
+	}
+	return n, err
+}
+
+// TestRecorderRetryWritesNoRowTwice: the recorder retries an insert whose
+// success it never heard of, and the rows that insert wrote are not
+// written again; rows recorded meanwhile are.
+func TestRecorderRetryWritesNoRowTwice(t *testing.T) {
+	tn := newTenant(t)
+	s := &lostAckStore{Store: tn.store}
+	r := audit.New(s, audit.Options{BatchSize: 50, FlushInterval: time.Millisecond, MinBackoff: 20 * time.Millisecond})
+	for i := range 50 {
+		r.Record(tn.call(i))
+	}
+	eventually(t, "the failed insert", func() bool { return r.Stats().Failures == 1 })
+	for i := 50; i < 60; i++ {
+		r.Record(tn.call(i))
+	}
+	closeRecorder(t, r)
+	if got := tn.rows(t); got != 60 {
+		t.Fatalf("table holds %d rows for 60 calls", got)
+	}
+	var distinct int
+	if err := tn.store.DB().QueryRow(`SELECT count(DISTINCT arguments) FROM tool_calls WHERE workspace_id = $1`, tn.ws).Scan(&distinct); err != nil {
+		t.Fatal(err)
+	}
+	if st := r.Stats(); distinct != 60 || st.Written+st.Skipped != 60 || st.Dropped != 0 {
+		t.Fatalf("%d distinct rows; stats %+v", distinct, st)
+	}
+}
+
 type writerFunc func([]byte) (int, error)
 
 func (f writerFunc) Write(p []byte) (int, error) { return f(p) }
