@@ -2,12 +2,14 @@ package db
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"strconv"
 	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jmoiron/sqlx"
 )
 
 // APIKeyChannel is the PostgreSQL notification channel on which every
@@ -60,16 +62,36 @@ type APIKeyGrant struct {
 const apiKeyColumns = `k.id, k.org_id, k.workspace_id, k.user_id, k.name, k.prefix, k.mode, k.created_by,
 	k.created_at, k.expires_at, k.last_used_at, k.revoked_at, u.email AS owner_email, u.name AS owner_name`
 
-// CreateAPIKey stores a key's hash.
+// CreateAPIKey stores a key's hash, and an api_key.created audit event
+// by in.CreatedBy in the same transaction.
 func (s *Store) CreateAPIKey(ctx context.Context, in NewAPIKey) (APIKey, error) {
 	var k APIKey
-	err := s.db.GetContext(ctx, &k, `WITH k AS (
-		INSERT INTO api_keys (org_id, workspace_id, user_id, name, prefix, key_hash, mode, created_by, expires_at)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
-		RETURNING id, org_id, workspace_id, user_id, name, prefix, mode, created_by, created_at, expires_at, last_used_at, revoked_at)
-		SELECT `+apiKeyColumns+` FROM k JOIN users u ON u.id = k.user_id`,
-		in.OrgID, in.WorkspaceID, in.UserID, in.Name, in.Prefix, in.Hash, in.Mode, in.CreatedBy, in.ExpiresAt)
-	return k, translate(err)
+	err := s.InTx(ctx, func(tx *sqlx.Tx) error {
+		err := tx.GetContext(ctx, &k, `WITH k AS (
+			INSERT INTO api_keys (org_id, workspace_id, user_id, name, prefix, key_hash, mode, created_by, expires_at)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
+			RETURNING id, org_id, workspace_id, user_id, name, prefix, mode, created_by, created_at, expires_at, last_used_at, revoked_at)
+			SELECT `+apiKeyColumns+` FROM k JOIN users u ON u.id = k.user_id`,
+			in.OrgID, in.WorkspaceID, in.UserID, in.Name, in.Prefix, in.Hash, in.Mode, in.CreatedBy, in.ExpiresAt)
+		if err != nil {
+			return translate(err)
+		}
+		return addAudit(ctx, tx, apiKeyAudit(k, in.CreatedBy, "api_key.created"))
+	})
+	return k, err
+}
+
+// apiKeyAudit is a key's audit event: its name, prefix, mode, owner's
+// email and expiry, never its hash.
+func apiKeyAudit(k APIKey, actorID int64, action string) AuditEvent {
+	details, _ := json.Marshal(map[string]any{"name": k.Name, "prefix": k.Prefix, "mode": k.Mode,
+		"owner": k.OwnerEmail, "expires_at": k.ExpiresAt})
+	e := AuditEvent{OrgID: k.OrgID, WorkspaceID: &k.WorkspaceID, Action: action, TargetType: "api_key",
+		TargetID: strconv.FormatInt(k.ID, 10), Details: details}
+	if actorID != 0 {
+		e.ActorID = &actorID
+	}
+	return e
 }
 
 // APIKeys lists a workspace's keys that are not revoked, newest first.
@@ -93,10 +115,22 @@ func (s *Store) APIKeyByID(ctx context.Context, orgID, workspaceID, id int64) (A
 // transaction announces it on [APIKeyChannel] to every replica, and the
 // functions registered with [Store.OnAPIKeyRevoked] run before it returns,
 // so this replica's caches drop the key synchronously.
-func (s *Store) RevokeAPIKey(ctx context.Context, orgID, workspaceID, id int64) error {
-	res, err := s.db.ExecContext(ctx, `UPDATE api_keys SET revoked_at = now()
-		WHERE org_id = $1 AND workspace_id = $2 AND id = $3 AND revoked_at IS NULL`, orgID, workspaceID, id)
-	if err := oneRow(res, err); err != nil {
+// The revocation and its api_key.revoked audit event by actorID commit
+// together.
+func (s *Store) RevokeAPIKey(ctx context.Context, orgID, workspaceID, id, actorID int64) error {
+	err := s.InTx(ctx, func(tx *sqlx.Tx) error {
+		var k APIKey
+		err := tx.GetContext(ctx, &k, `WITH k AS (
+			UPDATE api_keys SET revoked_at = now()
+			WHERE org_id = $1 AND workspace_id = $2 AND id = $3 AND revoked_at IS NULL
+			RETURNING id, org_id, workspace_id, user_id, name, prefix, mode, created_by, created_at, expires_at, last_used_at, revoked_at)
+			SELECT `+apiKeyColumns+` FROM k JOIN users u ON u.id = k.user_id`, orgID, workspaceID, id)
+		if err != nil {
+			return translate(err)
+		}
+		return addAudit(ctx, tx, apiKeyAudit(k, actorID, "api_key.revoked"))
+	})
+	if err != nil {
 		return err
 	}
 	s.keyHooks.run(id)

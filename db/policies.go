@@ -3,6 +3,7 @@ package db
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"strconv"
 	"time"
 
@@ -173,14 +174,30 @@ func (s *Store) CreatePolicy(ctx context.Context, orgID int64, workspaceID *int6
 		if err != nil {
 			return translate(err)
 		}
-		p, err = policyIn(ctx, tx, orgID, workspaceID, id)
-		return err
+		if p, err = policyIn(ctx, tx, orgID, workspaceID, id); err != nil {
+			return err
+		}
+		return addAudit(ctx, tx, policyAudit(p, createdBy, "policy.created"))
 	})
 	return p, err
 }
 
+// policyAudit is a rule's audit event: where it sits and what it decides
+// for whom. A condition is only said to be there: its text may compare
+// arguments with values nobody should find in the audit.
+func policyAudit(p Policy, actorID int64, action string) AuditEvent {
+	details, _ := json.Marshal(map[string]any{"position": p.Position, "effect": p.Effect, "target_type": p.TargetType,
+		"selector_type": p.SelectorType, "selector": p.Selector, "condition": p.Condition != "", "enabled": p.Enabled})
+	e := AuditEvent{OrgID: p.OrgID, WorkspaceID: p.WorkspaceID, Action: action, TargetType: "policy",
+		TargetID: strconv.FormatInt(p.ID, 10), Details: details}
+	if actorID != 0 {
+		e.ActorID = &actorID
+	}
+	return e
+}
+
 // UpdatePolicy rewrites a rule's fields; its position stays.
-func (s *Store) UpdatePolicy(ctx context.Context, orgID int64, workspaceID *int64, id int64, f PolicyFields) (Policy, error) {
+func (s *Store) UpdatePolicy(ctx context.Context, orgID int64, workspaceID *int64, id, actorID int64, f PolicyFields) (Policy, error) {
 	var p Policy
 	err := s.inPolicyTx(ctx, orgID, workspaceID, func(tx *sqlx.Tx) error {
 		role, userID, keyID := f.targets()
@@ -193,14 +210,16 @@ func (s *Store) UpdatePolicy(ctx context.Context, orgID int64, workspaceID *int6
 		if err := oneRow(res, err); err != nil {
 			return err
 		}
-		p, err = policyIn(ctx, tx, orgID, workspaceID, id)
-		return err
+		if p, err = policyIn(ctx, tx, orgID, workspaceID, id); err != nil {
+			return err
+		}
+		return addAudit(ctx, tx, policyAudit(p, actorID, "policy.updated"))
 	})
 	return p, err
 }
 
 // SetPolicyEnabled turns a rule on or off.
-func (s *Store) SetPolicyEnabled(ctx context.Context, orgID int64, workspaceID *int64, id int64, enabled bool) (Policy, error) {
+func (s *Store) SetPolicyEnabled(ctx context.Context, orgID int64, workspaceID *int64, id, actorID int64, enabled bool) (Policy, error) {
 	var p Policy
 	err := s.inPolicyTx(ctx, orgID, workspaceID, func(tx *sqlx.Tx) error {
 		res, err := tx.ExecContext(ctx, `UPDATE policies SET enabled = $4, updated_at = now()
@@ -208,21 +227,34 @@ func (s *Store) SetPolicyEnabled(ctx context.Context, orgID int64, workspaceID *
 		if err := oneRow(res, err); err != nil {
 			return err
 		}
-		p, err = policyIn(ctx, tx, orgID, workspaceID, id)
-		return err
+		if p, err = policyIn(ctx, tx, orgID, workspaceID, id); err != nil {
+			return err
+		}
+		action := "policy.disabled"
+		if enabled {
+			action = "policy.enabled"
+		}
+		return addAudit(ctx, tx, policyAudit(p, actorID, action))
 	})
 	return p, err
 }
 
 // DeletePolicy removes a rule and closes the gap it leaves in the order.
-func (s *Store) DeletePolicy(ctx context.Context, orgID int64, workspaceID *int64, id int64) error {
+func (s *Store) DeletePolicy(ctx context.Context, orgID int64, workspaceID *int64, id, actorID int64) error {
 	return s.inPolicyTx(ctx, orgID, workspaceID, func(tx *sqlx.Tx) error {
+		p, err := policyIn(ctx, tx, orgID, workspaceID, id)
+		if err != nil {
+			return err
+		}
 		res, err := tx.ExecContext(ctx, `DELETE FROM policies
 			WHERE org_id = $1 AND workspace_id IS NOT DISTINCT FROM CAST($2 AS bigint) AND id = $3`, orgID, workspaceID, id)
 		if err := oneRow(res, err); err != nil {
 			return err
 		}
-		return renumberPolicies(ctx, tx, orgID, workspaceID)
+		if err := renumberPolicies(ctx, tx, orgID, workspaceID); err != nil {
+			return err
+		}
+		return addAudit(ctx, tx, policyAudit(p, actorID, "policy.deleted"))
 	})
 }
 
@@ -237,7 +269,7 @@ func renumberPolicies(ctx context.Context, tx *sqlx.Tx, orgID int64, workspaceID
 
 // MovePolicy swaps a rule with its neighbour above (up) or below. A rule
 // already first (or last) stays where it is.
-func (s *Store) MovePolicy(ctx context.Context, orgID int64, workspaceID *int64, id int64, up bool) (Policy, error) {
+func (s *Store) MovePolicy(ctx context.Context, orgID int64, workspaceID *int64, id, actorID int64, up bool) (Policy, error) {
 	var p Policy
 	err := s.inPolicyTx(ctx, orgID, workspaceID, func(tx *sqlx.Tx) error {
 		if err := renumberPolicies(ctx, tx, orgID, workspaceID); err != nil {
@@ -264,8 +296,10 @@ func (s *Store) MovePolicy(ctx context.Context, orgID int64, workspaceID *int64,
 		if _, err := tx.ExecContext(ctx, `UPDATE policies SET position = $2, updated_at = now() WHERE id = $1`, id, other); err != nil {
 			return err
 		}
-		p, err = policyIn(ctx, tx, orgID, workspaceID, id)
-		return err
+		if p, err = policyIn(ctx, tx, orgID, workspaceID, id); err != nil {
+			return err
+		}
+		return addAudit(ctx, tx, policyAudit(p, actorID, "policy.moved"))
 	})
 	return p, err
 }

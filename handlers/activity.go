@@ -129,15 +129,22 @@ func apiActivityFilter(q url.Values) (db.ToolCallFilter, error) {
 	if f.Since != nil && f.Until != nil && !f.Until.After(*f.Since) {
 		problems.Add("until", "Use a time after since.")
 	}
-	f.Limit = activityDefaultLimit
-	if v := q.Get("limit"); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 1 || n > activityMaxLimit {
-			problems.Add("limit", fmt.Sprintf("Use a number from 1 to %d.", activityMaxLimit))
-		}
-		f.Limit = n
-	}
+	f.Limit = pageLimit(q, problems, activityDefaultLimit, activityMaxLimit)
 	return f, problems.Err()
+}
+
+// pageLimit reads an API list's limit: def when absent, a problem unless
+// it is a number from 1 to most.
+func pageLimit(q url.Values, problems validation.Errors, def, most int) int {
+	v := q.Get("limit")
+	if v == "" {
+		return def
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 1 || n > most {
+		problems.Add("limit", fmt.Sprintf("Use a number from 1 to %d.", most))
+	}
+	return n
 }
 
 func apiTime(v, field string, problems validation.Errors) *time.Time {

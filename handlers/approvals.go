@@ -622,14 +622,7 @@ func apiApprovalFilter(q url.Values) (approvals.Status, int, error) {
 	if errors.As(err, &fields) {
 		problems.Add("status", fields["status"])
 	}
-	limit := approvalsDefaultLimit
-	if v := q.Get("limit"); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 1 || n > approvalsMaxLimit {
-			problems.Add("limit", fmt.Sprintf("Use a number from 1 to %d.", approvalsMaxLimit))
-		}
-		limit = n
-	}
+	limit := pageLimit(q, problems, approvalsDefaultLimit, approvalsMaxLimit)
 	return st, limit, problems.Err()
 }
 

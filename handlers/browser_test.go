@@ -253,6 +253,34 @@ func pinRefreshTimes(t *testing.T, e *env) {
 // testid is the CSS selector of a data-testid.
 func testid(id string) string { return `[data-testid="` + id + `"]` }
 
+// startBrowser starts chromium-headless-shell for a test that ends within
+// limit, and returns the browser's context, in which newTab opens tabs.
+// Screenshots of its tabs go to OutputDir/shotsDir.
+func startBrowser(t *testing.T, limit time.Duration, shotsDir string) (browserCtx context.Context, shots string) {
+	t.Helper()
+	if _, err := exec.LookPath(chromiumPath); err != nil {
+		t.Fatal("chromium-headless-shell not found: run make deps")
+	}
+	shots = filepath.Join(testenv.OutputDir(t), shotsDir)
+	if err := os.MkdirAll(shots, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), limit)
+	t.Cleanup(cancel)
+	opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(chromiumPath),
+		chromedp.NoSandbox, // toolgate's tests run as root in CI
+		chromedp.DisableGPU, chromedp.Flag("disable-quic", true), chromedp.Flag("disable-component-update", true),
+		chromedp.WindowSize(1280, 800))
+	allocCtx, cancelAlloc := chromedp.NewExecAllocator(ctx, opts...)
+	t.Cleanup(cancelAlloc)
+	browserCtx, cancelBrowser := chromedp.NewContext(allocCtx)
+	t.Cleanup(cancelBrowser)
+	if err := chromedp.Do(browserCtx); err != nil {
+		t.Fatalf("start %s: %v", chromiumPath, err)
+	}
+	return browserCtx, shots
+}
+
 // tab is one browser tab in its own browser context (its own cookies).
 type tab struct {
 	t     *testing.T

@@ -255,7 +255,7 @@ func (s *Server) movePolicy(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	p, err := s.policies().Move(c.Request().Context(), policyPlace(c), id, c.FormValue("direction"))
+	p, err := s.policies().Move(c.Request().Context(), policyPlace(c), actorID(c), id, c.FormValue("direction"))
 	if err != nil {
 		return err
 	}
@@ -267,7 +267,7 @@ func (s *Server) setPolicyEnabled(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	p, err := s.policies().SetEnabled(c.Request().Context(), policyPlace(c), id, c.FormValue("enabled") == "true")
+	p, err := s.policies().SetEnabled(c.Request().Context(), policyPlace(c), actorID(c), id, c.FormValue("enabled") == "true")
 	if err != nil {
 		return err
 	}
@@ -282,7 +282,7 @@ func (s *Server) deletePolicy(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	if err := s.policies().Delete(c.Request().Context(), policyPlace(c), id); err != nil {
+	if err := s.policies().Delete(c.Request().Context(), policyPlace(c), actorID(c), id); err != nil {
 		return err
 	}
 	return s.renderRules(c, "Rule deleted.")
@@ -504,7 +504,7 @@ func (s *Server) updatePolicy(c echo.Context) error {
 	}
 	f, in := policyForm(c)
 	f.Editing = true
-	p, err := s.policies().Update(c.Request().Context(), policyPlace(c), id, in)
+	p, err := s.policies().Update(c.Request().Context(), policyPlace(c), actorID(c), id, in)
 	if errors.As(err, &f.Errors) {
 		return s.renderPolicyForm(c, http.StatusUnprocessableEntity, f)
 	} else if err != nil {
@@ -737,7 +737,7 @@ func (s *Server) apiUpdatePolicy(c echo.Context) error {
 	if err := decodeJSON(c, &in); err != nil {
 		return err
 	}
-	p, err := s.policies().Update(ctx, policyPlace(c), id, in)
+	p, err := s.policies().Update(ctx, policyPlace(c), actorID(c), id, in)
 	if err != nil {
 		return err
 	}
@@ -749,7 +749,7 @@ func (s *Server) apiDeletePolicy(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	if err := s.policies().Delete(c.Request().Context(), policyPlace(c), id); err != nil {
+	if err := s.policies().Delete(c.Request().Context(), policyPlace(c), actorID(c), id); err != nil {
 		return err
 	}
 	return c.NoContent(http.StatusNoContent)
@@ -766,7 +766,7 @@ func (s *Server) apiMovePolicy(c echo.Context) error {
 	if err := decodeJSON(c, &body); err != nil {
 		return err
 	}
-	p, err := s.policies().Move(c.Request().Context(), policyPlace(c), id, body.Direction)
+	p, err := s.policies().Move(c.Request().Context(), policyPlace(c), actorID(c), id, body.Direction)
 	if err != nil {
 		return err
 	}

@@ -75,6 +75,8 @@ func (s *Server) routes(e *echo.Echo) {
 	org.GET("/credentials/new", s.newCredentialPage, requireRole(auth.Member))
 	org.POST("/credentials", s.createCredential)
 	s.credentialRoutes(org.Group("/credentials/:id"))
+	// The audit log: who changed what, for owners and admins.
+	org.GET("/audit", s.auditLogPage, requireRole(auth.Admin))
 
 	ws := org.Group("/w/:ws", s.loadWorkspace)
 	ws.GET("", s.workspaceHome)
@@ -160,6 +162,7 @@ func (s *Server) routes(e *echo.Echo) {
 	apiOrg.GET("/credentials", s.apiCredentials)
 	apiOrg.POST("/credentials", s.apiCreateCredential)
 	s.apiCredentialRoutes(apiOrg.Group("/credentials/:id"))
+	apiOrg.GET("/audit-events", s.apiAuditEvents, requireRole(auth.Admin))
 
 	apiWS := apiOrg.Group("/workspaces/:ws", s.loadWorkspace)
 	apiWS.GET("", s.apiWorkspace)

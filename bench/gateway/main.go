@@ -873,11 +873,11 @@ func (b *bench) checkPolicy(ctx context.Context, store *db.Store) string {
 		return "cannot add the check's deny rule: " + err.Error()
 	}
 	defer func() {
-		if err := rules.Delete(context.WithoutCancel(ctx), at, deny.ID); err != nil {
+		if err := rules.Delete(context.WithoutCancel(ctx), at, b.seed.userID, deny.ID); err != nil {
 			log.Printf("remove the check's deny rule: %v", err)
 		}
 	}()
-	if _, err := rules.Move(ctx, at, deny.ID, "up"); err != nil {
+	if _, err := rules.Move(ctx, at, b.seed.userID, deny.ID, "up"); err != nil {
 		return "cannot move the check's deny rule first: " + err.Error()
 	}
 	tr := newTransport()

@@ -189,12 +189,12 @@ func TestLookupCacheSeesEveryChangeOnEveryReplica(t *testing.T) {
 	var deny db.Policy
 	step("an organization's rule", func() {
 		deny = e.rule(e.a, nil, db.PolicyFields{SelectorType: "pattern", Selector: whoami, Effect: "deny", Note: "no"})
-		if _, err := e.store.MovePolicy(ctx, e.a.org.ID, nil, deny.ID, true); err != nil {
+		if _, err := e.store.MovePolicy(ctx, e.a.org.ID, nil, deny.ID, 0, true); err != nil {
 			t.Fatal(err)
 		}
 	}, whoami, "refused")
 	step("an organization's rule deleted", func() {
-		if err := e.store.DeletePolicy(ctx, e.a.org.ID, nil, deny.ID); err != nil {
+		if err := e.store.DeletePolicy(ctx, e.a.org.ID, nil, deny.ID, 0); err != nil {
 			t.Fatal(err)
 		}
 	}, whoami, "key=key-two")
@@ -202,7 +202,7 @@ func TestLookupCacheSeesEveryChangeOnEveryReplica(t *testing.T) {
 		deny = e.rule(e.a, &e.a.ws, db.PolicyFields{SelectorType: "pattern", Selector: whoami, Effect: "deny", Note: "no"})
 	}, whoami, "refused")
 	step("a workspace's rule deleted", func() {
-		if err := e.store.DeletePolicy(ctx, e.a.org.ID, &e.a.ws.ID, deny.ID); err != nil {
+		if err := e.store.DeletePolicy(ctx, e.a.org.ID, &e.a.ws.ID, deny.ID, 0); err != nil {
 			t.Fatal(err)
 		}
 	}, whoami, "key=key-two")

@@ -104,7 +104,7 @@ func TestPolicyOrgDenyBeatsWorkspaceAllowAndHides(t *testing.T) {
 	e, api, ns := itemsEnv(t)
 	ctx := context.Background()
 	deny := e.rule(e.a, nil, db.PolicyFields{SelectorType: "pattern", Selector: ns + "get_item", Effect: "deny", Note: "no reading items"})
-	if _, err := e.store.MovePolicy(ctx, e.a.org.ID, nil, deny.ID, true); err != nil {
+	if _, err := e.store.MovePolicy(ctx, e.a.org.ID, nil, deny.ID, 0, true); err != nil {
 		t.Fatal(err)
 	}
 	e.rule(e.a, &e.a.ws, db.PolicyFields{Effect: "allow", Note: "the workspace allows everything"})

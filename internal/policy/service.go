@@ -55,7 +55,7 @@ func (s *Service) Create(ctx context.Context, at Place, actorID int64, in Input)
 }
 
 // Update validates in and rewrites the rule; its position stays.
-func (s *Service) Update(ctx context.Context, at Place, id int64, in Input) (db.Policy, error) {
+func (s *Service) Update(ctx context.Context, at Place, actorID, id int64, in Input) (db.Policy, error) {
 	if _, err := s.Get(ctx, at, id); err != nil {
 		return db.Policy{}, err
 	}
@@ -63,28 +63,28 @@ func (s *Service) Update(ctx context.Context, at Place, id int64, in Input) (db.
 	if err != nil {
 		return db.Policy{}, err
 	}
-	return s.Store.UpdatePolicy(ctx, at.OrgID, at.WorkspaceID, id, f)
+	return s.Store.UpdatePolicy(ctx, at.OrgID, at.WorkspaceID, id, actorID, f)
 }
 
 // Delete removes the rule.
-func (s *Service) Delete(ctx context.Context, at Place, id int64) error {
-	return s.Store.DeletePolicy(ctx, at.OrgID, at.WorkspaceID, id)
+func (s *Service) Delete(ctx context.Context, at Place, actorID, id int64) error {
+	return s.Store.DeletePolicy(ctx, at.OrgID, at.WorkspaceID, id, actorID)
 }
 
 // Move moves the rule one place "up" (earlier) or "down" (later).
-func (s *Service) Move(ctx context.Context, at Place, id int64, direction string) (db.Policy, error) {
+func (s *Service) Move(ctx context.Context, at Place, actorID, id int64, direction string) (db.Policy, error) {
 	if direction != "up" && direction != "down" {
 		if _, err := s.Get(ctx, at, id); err != nil {
 			return db.Policy{}, err
 		}
 		return db.Policy{}, validation.Field("direction", "Choose up or down.")
 	}
-	return s.Store.MovePolicy(ctx, at.OrgID, at.WorkspaceID, id, direction == "up")
+	return s.Store.MovePolicy(ctx, at.OrgID, at.WorkspaceID, id, actorID, direction == "up")
 }
 
 // SetEnabled turns the rule on or off.
-func (s *Service) SetEnabled(ctx context.Context, at Place, id int64, enabled bool) (db.Policy, error) {
-	return s.Store.SetPolicyEnabled(ctx, at.OrgID, at.WorkspaceID, id, enabled)
+func (s *Service) SetEnabled(ctx context.Context, at Place, actorID, id int64, enabled bool) (db.Policy, error) {
+	return s.Store.SetPolicyEnabled(ctx, at.OrgID, at.WorkspaceID, id, actorID, enabled)
 }
 
 // Rules loads every rule a workspace's calls answer to, the

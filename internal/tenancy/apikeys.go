@@ -87,5 +87,5 @@ func (s *Service) RevokeAPIKey(ctx context.Context, ws db.Workspace, by db.User,
 	if !CanRevokeAPIKey(by.ID, role, k) {
 		return auth.ErrForbidden
 	}
-	return s.Store.RevokeAPIKey(ctx, ws.OrgID, ws.ID, id)
+	return s.Store.RevokeAPIKey(ctx, ws.OrgID, ws.ID, id, by.ID)
 }

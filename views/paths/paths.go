@@ -61,6 +61,9 @@ func Approval(org, ws, id string) string { return Approvals(org, ws) + "/" + url
 // OrgCredentials lists an organization's credentials.
 func OrgCredentials(org string) string { return Org(org) + "/credentials" }
 
+// AuditLog lists an organization's audit events.
+func AuditLog(org string) string { return Org(org) + "/audit" }
+
 // Workspaces lists an organization's workspaces.
 func Workspaces(org string) string { return Org(org) + "/workspaces" }
 
