@@ -2,6 +2,7 @@ package openapi
 
 import (
 	"encoding/json"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -104,6 +105,36 @@ func TestOperationServers(t *testing.T) {
 		"servers": [{"url": "https://api.example.com/v1"}], "get": {"responses": {"200": {"description": "ok"}}}}}}`, Options{})
 	if base := refOf(t, disc.Tools[0]).BaseURL; base != "" {
 		t.Errorf("same server recorded as %q", base)
+	}
+}
+
+// A Swagger 2.0 operation's own schemes override the document's: its calls
+// go to the document's host and base path with its first scheme.
+func TestSwaggerOperationSchemes(t *testing.T) {
+	doc := `{"swagger": "2.0", "info": {"title": "t", "version": "1"}, "host": "api.example.com", "basePath": "/v1",
+		"schemes": ["http"], "paths": {
+		"/secure": {"get": {"operationId": "secure", "schemes": ["https", "http"], "responses": {"200": {"description": "ok"}}}},
+		"/plain": {"get": {"operationId": "plain", "responses": {"200": {"description": "ok"}}}},
+		"/same": {"get": {"operationId": "same", "schemes": ["HTTP"], "responses": {"200": {"description": "ok"}}}},
+		"/socket": {"get": {"operationId": "socket", "schemes": ["wss"], "responses": {"200": {"description": "ok"}}}}}}`
+	bases := func(disc *sources.Discovery) map[string]string {
+		out := map[string]string{}
+		for _, tl := range disc.Tools {
+			out[tl.Name] = refOf(t, tl).BaseURL
+		}
+		return out
+	}
+	disc := build(t, doc, Options{})
+	if disc.BaseURL != "http://api.example.com/v1" {
+		t.Fatalf("base URL %q", disc.BaseURL)
+	}
+	want := map[string]string{"secure": "https://api.example.com/v1", "plain": "", "same": "", "socket": ""}
+	if diff := cmp.Diff(want, bases(disc)); diff != "" {
+		t.Errorf("operation base URLs (-want +got):\n%s", diff)
+	}
+	disc = build(t, doc, Options{BaseURL: "http://127.0.0.1:4010"})
+	if got := bases(disc)["secure"]; got != "" || len(disc.Warnings) != 1 || !strings.Contains(disc.Warnings[0].Message, "1 operations name servers") {
+		t.Errorf("override: secure goes to %q; warnings %v", got, disc.Warnings)
 	}
 }
 

@@ -239,6 +239,9 @@ func (b *builder) operations() []operation {
 			if list, _ := o.op["servers"].([]any); len(list) > 0 {
 				o.servers = list
 			}
+			if scheme := b.swagger[o.subject()].scheme; scheme != "" {
+				o.servers = b.withScheme(scheme)
+			}
 			ops = append(ops, o)
 		}
 	}

@@ -57,6 +57,18 @@ func (b *builder) operationBaseURL(o operation) string {
 	return base
 }
 
+// withScheme is the server list of a Swagger 2.0 operation whose own
+// schemes override the document's: the document's base URL with the
+// operation's scheme; nil when there is no absolute base URL to change.
+func (b *builder) withScheme(scheme string) []any {
+	u, err := url.Parse(b.base)
+	if b.base == "" || err != nil || !u.IsAbs() {
+		return nil
+	}
+	u.Scheme = scheme
+	return []any{map[string]any{"url": u.String()}}
+}
+
 // resolveServer makes a server URL absolute against the document's own URL
 // and trims its trailing slashes; when it cannot, it says why.
 func resolveServer(raw, sourceURL string) (base, problem string) {
