@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -31,9 +32,13 @@ type NewToolCall struct {
 	ApprovalID string
 	StartedAt  time.Time
 	DurationUS int64
-	// RecordKey makes the row's insert idempotent: a row whose key the
-	// table holds is not written again. Zero: no key.
+	// RecordKey identifies the row across attempts to insert it; unique in
+	// the table. Zero: no key.
 	RecordKey [16]byte
+	// Retry marks a row an earlier insert may have written (its answer
+	// was lost): it is skipped when the table holds its RecordKey. Only
+	// inserts with such a row pay for the check.
+	Retry bool
 }
 
 // ToolCall is one audit row, with the key's name and the user's email for
@@ -108,8 +113,8 @@ const toolCallSelect = `SELECT t.id, t.org_id, t.workspace_id, t.key_id, k.name 
 
 // InsertToolCalls writes a batch of audit rows in one statement and returns
 // how many it wrote. Rows of a workspace deleted meanwhile are skipped (its
-// calls would be deleted with it), and so are rows whose RecordKey the
-// table already holds (an earlier attempt wrote them); a key or user
+// calls would be deleted with it), and so are Retry rows whose RecordKey
+// the table already holds (an earlier attempt wrote them); a key or user
 // deleted meanwhile is left out of its row, so one stale row does not fail
 // the batch.
 //
@@ -121,7 +126,11 @@ func (s *Store) InsertToolCalls(ctx context.Context, calls []NewToolCall) (int64
 	if len(calls) == 0 {
 		return 0, nil
 	}
-	tag, err := s.pool.Exec(ctx, insertToolCalls, toolCallColumns(calls)...)
+	stmt := insertToolCalls
+	if slices.ContainsFunc(calls, func(c NewToolCall) bool { return c.Retry }) {
+		stmt += ` ON CONFLICT (record_key) DO NOTHING`
+	}
+	tag, err := s.pool.Exec(ctx, stmt, toolCallColumns(calls)...)
 	if err != nil {
 		return 0, err
 	}
@@ -184,8 +193,7 @@ const insertToolCalls = `WITH r AS (
 	FROM r
 	JOIN w ON w.id = r.workspace_id AND w.org_id = r.org_id
 	LEFT JOIN k ON k.id = r.key_id AND k.workspace_id = r.workspace_id
-	LEFT JOIN u ON u.id = r.user_id
-	ON CONFLICT (record_key) DO NOTHING`
+	LEFT JOIN u ON u.id = r.user_id`
 
 // ToolCalls lists a workspace's calls, newest first, a page at a time.
 func (s *Store) ToolCalls(ctx context.Context, orgID, workspaceID int64, f ToolCallFilter) (ToolCallPage, error) {

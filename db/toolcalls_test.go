@@ -166,8 +166,8 @@ func waitForLocks(t *testing.T, f *fixture, n int) {
 	}
 }
 
-// TestInsertToolCallsSkipsKeysItHolds: a row whose record key the table
-// holds is not written again; rows without a key always are.
+// TestInsertToolCallsSkipsKeysItHolds: a Retry row whose record key the
+// table holds is not written again; rows without a key always are.
 func TestInsertToolCallsSkipsKeysItHolds(t *testing.T) {
 	f := newFixture(t)
 	ctx := context.Background()
@@ -183,8 +183,15 @@ func TestInsertToolCallsSkipsKeysItHolds(t *testing.T) {
 		t.Fatalf("first insert: %d rows, %v", n, err)
 	}
 	again := append(first, keyed("c", 3))
+	for i := range again {
+		again[i].Retry = true
+	}
 	if n, err := f.store.InsertToolCalls(ctx, again); err != nil || n != 2 {
 		t.Fatalf("second insert: %d rows, %v; want the unkeyed row and c", n, err)
+	}
+	// Without Retry the key is not checked: the unique index refuses it.
+	if _, err := f.store.InsertToolCalls(ctx, []db.NewToolCall{keyed("a again", 1)}); !db.RowError(err) {
+		t.Fatalf("a held key without Retry: %v", err)
 	}
 	var got string
 	if err := f.store.Pool().QueryRow(ctx, `SELECT string_agg(tool, ',' ORDER BY tool) FROM tool_calls WHERE workspace_id = $1`, ws).Scan(&got); err != nil {

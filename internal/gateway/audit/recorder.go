@@ -285,6 +285,9 @@ func (r *Recorder) flush() bool {
 			r.held -= rowSize(row)
 		}
 		if err != nil {
+			for i := range rest {
+				rest[i].Retry = true // the insert may have committed them
+			}
 			r.queue = append(rest, r.queue...)
 			r.since = since
 			r.stats.Failures++
@@ -320,9 +323,10 @@ func (r *Recorder) take() ([]db.NewToolCall, time.Time) {
 }
 
 // stamp gives each row of batch without a record key one, before its
-// first insert. A row put back after a failed insert keeps its key, so when
-// that insert had in fact committed (its answer was lost: a timeout, a
-// dropped connection), sending the rows again writes none of them twice.
+// first insert. A row put back after a failed insert keeps its key and is
+// marked Retry, so when that insert had in fact committed (its answer was
+// lost: a timeout, a dropped connection), sending the rows again writes
+// none of them twice; first attempts skip the check.
 // The keys are UUIDv7s, time-ordered for the index: one draw per batch,
 // with each row's place in the batch in the last four bytes.
 func stamp(batch []db.NewToolCall) {
