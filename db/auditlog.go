@@ -12,18 +12,22 @@ import (
 // actor's email and name and its workspace's slug and name, each nil
 // once deleted (or when there was none).
 type AuditEntry struct {
-	ID            int64           `db:"id"`
-	WorkspaceID   *int64          `db:"workspace_id"`
-	WorkspaceSlug *string         `db:"workspace_slug"`
-	WorkspaceName *string         `db:"workspace_name"`
-	ActorID       *int64          `db:"actor_id"`
-	ActorEmail    *string         `db:"actor_email"`
-	ActorName     *string         `db:"actor_name"`
-	Action        string          `db:"action"`
-	TargetType    string          `db:"target_type"`
-	TargetID      string          `db:"target_id"`
-	Details       json.RawMessage `db:"details"`
-	CreatedAt     time.Time       `db:"created_at"`
+	ID            int64   `db:"id"`
+	WorkspaceID   *int64  `db:"workspace_id"`
+	WorkspaceSlug *string `db:"workspace_slug"`
+	WorkspaceName *string `db:"workspace_name"`
+	ActorID       *int64  `db:"actor_id"`
+	ActorEmail    *string `db:"actor_email"`
+	ActorName     *string `db:"actor_name"`
+	// SourceName names the source a credential event's details name;
+	// TargetEmail is the user an approver event is about. Nil when gone.
+	SourceName  *string         `db:"source_name"`
+	TargetEmail *string         `db:"target_email"`
+	Action      string          `db:"action"`
+	TargetType  string          `db:"target_type"`
+	TargetID    string          `db:"target_id"`
+	Details     json.RawMessage `db:"details"`
+	CreatedAt   time.Time       `db:"created_at"`
 }
 
 // AuditFilter narrows an organization's events.
@@ -65,10 +69,13 @@ func (s *Store) AuditLog(ctx context.Context, orgID int64, f AuditFilter) (Audit
 	limit := max(f.Limit, 1)
 	page := AuditPage{Entries: []AuditEntry{}}
 	err := s.db.SelectContext(ctx, &page.Entries, `SELECT e.id, e.workspace_id, w.slug AS workspace_slug, w.name AS workspace_name,
-		e.actor_id, u.email AS actor_email, u.name AS actor_name, e.action, e.target_type, e.target_id, e.details, e.created_at
+		e.actor_id, u.email AS actor_email, u.name AS actor_name, src.name AS source_name, tu.email AS target_email,
+		e.action, e.target_type, e.target_id, e.details, e.created_at
 		FROM audit_events e
 		LEFT JOIN workspaces w ON w.id = e.workspace_id
 		LEFT JOIN users u ON u.id = e.actor_id
+		LEFT JOIN sources src ON src.org_id = e.org_id AND src.id = e.details->>'source_id'
+		LEFT JOIN users tu ON e.target_type = 'user' AND CAST(tu.id AS text) = e.target_id
 		WHERE `+strings.Join(where, " AND ")+`
 		ORDER BY e.id DESC LIMIT `+arg(limit+1), args...)
 	if err != nil {

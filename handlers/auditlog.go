@@ -181,12 +181,23 @@ func auditTarget(orgSlug string, e db.AuditEntry, details map[string]any) (strin
 		}
 		return "Organization rule " + e.TargetID, paths.OrgPolicies(orgSlug)
 	case "approval":
-		if ws != "" {
-			return "Approval " + e.TargetID, paths.Approval(orgSlug, ws, e.TargetID)
+		what := "Approval " + e.TargetID
+		if tool, ok := details["tool"].(string); ok && tool != "" {
+			what = "Call of " + tool
 		}
+		if ws != "" {
+			return what, paths.Approval(orgSlug, ws, e.TargetID)
+		}
+		return what, ""
 	case "credential":
+		if e.SourceName != nil {
+			return "Credential for " + *e.SourceName, ""
+		}
 		return "Credential " + e.TargetID, ""
 	case "user":
+		if e.TargetEmail != nil {
+			return *e.TargetEmail, ""
+		}
 		return "User " + e.TargetID, ""
 	}
 	return e.TargetType + " " + e.TargetID, ""

@@ -54,6 +54,10 @@ func TestAuditLogRecordsChangesAndDecisions(t *testing.T) {
 	if res := f.owner.api("DELETE", fmt.Sprintf("%s/%d", apiKeysWS, key.ID), nil); res.status != http.StatusNoContent {
 		t.Fatalf("revoke: %d %s", res.status, res.body)
 	}
+	approver := "/api/v1/orgs/acme/workspaces/default/approvers/" + strconv.FormatInt(f.userID(t, "member2@acme.test"), 10)
+	if res := f.owner.api("PUT", approver, nil); res.status >= 300 {
+		t.Fatalf("add approver: %d %s", res.status, res.body)
+	}
 	first := createPolicy(t, f.owner, orgPolicies, map[string]any{"target_type": "everyone", "selector_type": "all", "effect": "allow"})
 	rule := createPolicy(t, f.admin, orgPolicies, map[string]any{"target_type": "everyone", "selector_type": "pattern",
 		"selector": "github.**", "effect": "deny", "condition": `args.token == "` + secret + `"`})
@@ -76,7 +80,7 @@ func TestAuditLogRecordsChangesAndDecisions(t *testing.T) {
 	for _, e := range all.Items {
 		actions = append(actions, e.Action)
 	}
-	want := "policy.deleted,policy.updated,policy.moved,policy.created,policy.created,api_key.revoked,api_key.created,credential.created"
+	want := "policy.deleted,policy.updated,policy.moved,policy.created,policy.created,approver.added,api_key.revoked,api_key.created,credential.created"
 	if got := strings.Join(actions, ","); got != want {
 		t.Fatalf("events newest first:\n got %s\nwant %s", got, want)
 	}
@@ -102,8 +106,8 @@ func TestAuditLogRecordsChangesAndDecisions(t *testing.T) {
 	if len(keys.Items) != 2 || keys.Items[0].Action != "api_key.revoked" || keys.NextCursor != nil {
 		t.Fatalf("api_key category: %+v", keys)
 	}
-	if ws := auditEvents(t, f.owner, fmt.Sprintf("?workspace=%d", f.wsID)); len(ws.Items) != 3 {
-		t.Fatalf("default workspace: %d events, want the credential and the key's two", len(ws.Items))
+	if ws := auditEvents(t, f.owner, fmt.Sprintf("?workspace=%d", f.wsID)); len(ws.Items) != 4 {
+		t.Fatalf("default workspace: %d events, want the credential's, the key's two and the approver's", len(ws.Items))
 	}
 	var paged []string
 	for q := "?limit=3"; ; {
@@ -131,7 +135,7 @@ func TestAuditLogRecordsChangesAndDecisions(t *testing.T) {
 	if page.status != http.StatusOK {
 		t.Fatalf("page: %d %s", page.status, excerpt(page.body))
 	}
-	for _, s := range []string{"Audit log", "Rule deleted", "Rule moved", "API key revoked", "API key claude", "Credential added",
+	for _, s := range []string{"Audit log", "Rule deleted", "Rule moved", "API key revoked", "API key claude", "Credential added", "Credential for Petstore", "Approver added", "member2@acme.test",
 		"owner@acme.test", "member@acme.test", "admin@acme.test", `data-testid="audit-filters"`, `href="/o/acme/policies"`} {
 		if !strings.Contains(page.body, s) {
 			t.Errorf("page lacks %q", s)
