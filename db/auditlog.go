@@ -75,7 +75,7 @@ func (s *Store) AuditLog(ctx context.Context, orgID int64, f AuditFilter) (Audit
 		LEFT JOIN workspaces w ON w.id = e.workspace_id
 		LEFT JOIN users u ON u.id = e.actor_id
 		LEFT JOIN sources src ON src.org_id = e.org_id AND src.id = e.details->>'source_id'
-		LEFT JOIN users tu ON e.target_type = 'user' AND CAST(tu.id AS text) = e.target_id
+		LEFT JOIN users tu ON tu.id = CASE WHEN e.target_type = 'user' AND e.target_id ~ '^[0-9]{1,18}$' THEN CAST(e.target_id AS bigint) END
 		WHERE `+strings.Join(where, " AND ")+`
 		ORDER BY e.id DESC LIMIT `+arg(limit+1), args...)
 	if err != nil {

@@ -108,15 +108,19 @@ func TestOperationServers(t *testing.T) {
 	}
 }
 
-// A Swagger 2.0 operation's own schemes override the document's: its calls
-// go to the document's host and base path with its first scheme.
+// A Swagger 2.0 operation's own schemes override the document's: an
+// operation that does not allow the document's scheme calls the document's
+// host and base path with https when it allows it, else http.
 func TestSwaggerOperationSchemes(t *testing.T) {
-	doc := `{"swagger": "2.0", "info": {"title": "t", "version": "1"}, "host": "api.example.com", "basePath": "/v1",
-		"schemes": ["http"], "paths": {
-		"/secure": {"get": {"operationId": "secure", "schemes": ["https", "http"], "responses": {"200": {"description": "ok"}}}},
-		"/plain": {"get": {"operationId": "plain", "responses": {"200": {"description": "ok"}}}},
-		"/same": {"get": {"operationId": "same", "schemes": ["HTTP"], "responses": {"200": {"description": "ok"}}}},
-		"/socket": {"get": {"operationId": "socket", "schemes": ["wss"], "responses": {"200": {"description": "ok"}}}}}}`
+	doc := func(docSchemes string) string {
+		return `{"swagger": "2.0", "info": {"title": "t", "version": "1"}, "host": "api.example.com", "basePath": "/v1",` +
+			docSchemes + ` "paths": {
+		"/secure": {"get": {"operationId": "secure", "schemes": ["https"], "responses": {"200": {"description": "ok"}}}},
+		"/either": {"get": {"operationId": "either", "schemes": ["http", "https"], "responses": {"200": {"description": "ok"}}}},
+		"/plain": {"get": {"operationId": "plain", "schemes": ["HTTP"], "responses": {"200": {"description": "ok"}}}},
+		"/socket": {"get": {"operationId": "socket", "schemes": ["wss", "https"], "responses": {"200": {"description": "ok"}}}},
+		"/default": {"get": {"operationId": "default", "responses": {"200": {"description": "ok"}}}}}}`
+	}
 	bases := func(disc *sources.Discovery) map[string]string {
 		out := map[string]string{}
 		for _, tl := range disc.Tools {
@@ -124,17 +128,28 @@ func TestSwaggerOperationSchemes(t *testing.T) {
 		}
 		return out
 	}
-	disc := build(t, doc, Options{})
-	if disc.BaseURL != "http://api.example.com/v1" {
-		t.Fatalf("base URL %q", disc.BaseURL)
+	for _, tc := range []struct {
+		name, docSchemes, sourceURL, base string
+		want                              map[string]string
+	}{
+		{"document http", `"schemes": ["http"],`, "", "http://api.example.com/v1",
+			map[string]string{"secure": "https://api.example.com/v1", "either": "", "plain": "", "socket": "https://api.example.com/v1", "default": ""}},
+		{"document https", `"schemes": ["https"],`, "", "https://api.example.com/v1",
+			map[string]string{"secure": "", "either": "", "plain": "http://api.example.com/v1", "socket": "", "default": ""}},
+		{"the document's own URL's scheme", "", "https://specs.example.com/api.json", "https://api.example.com/v1",
+			map[string]string{"secure": "", "either": "", "plain": "http://api.example.com/v1", "socket": "", "default": ""}},
+	} {
+		disc := build(t, doc(tc.docSchemes), Options{SourceURL: tc.sourceURL})
+		if disc.BaseURL != tc.base {
+			t.Errorf("%s: base URL %q, want %q", tc.name, disc.BaseURL, tc.base)
+		}
+		if diff := cmp.Diff(tc.want, bases(disc)); diff != "" {
+			t.Errorf("%s: operation base URLs (-want +got):\n%s", tc.name, diff)
+		}
 	}
-	want := map[string]string{"secure": "https://api.example.com/v1", "plain": "", "same": "", "socket": ""}
-	if diff := cmp.Diff(want, bases(disc)); diff != "" {
-		t.Errorf("operation base URLs (-want +got):\n%s", diff)
-	}
-	disc = build(t, doc, Options{BaseURL: "http://127.0.0.1:4010"})
-	if got := bases(disc)["secure"]; got != "" || len(disc.Warnings) != 1 || !strings.Contains(disc.Warnings[0].Message, "1 operations name servers") {
-		t.Errorf("override: secure goes to %q; warnings %v", got, disc.Warnings)
+	disc := build(t, doc(`"schemes": ["https"],`), Options{BaseURL: "http://127.0.0.1:4010"})
+	if got := bases(disc)["plain"]; got != "" || len(disc.Warnings) != 1 || !strings.Contains(disc.Warnings[0].Message, "1 operations name servers") {
+		t.Errorf("override: plain goes to %q; warnings %v", got, disc.Warnings)
 	}
 }
 

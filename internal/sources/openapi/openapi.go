@@ -44,6 +44,9 @@ func Build(doc []byte, opts Options) (*sources.Discovery, error) {
 	}
 	b.exp = newExpander(b.res)
 	disc := &sources.Discovery{SpecHash: sources.Hash(doc)}
+	if root.swagger != nil {
+		b.docScheme = swaggerScheme(root.swagger, opts.SourceURL)
+	}
 	disc.BaseURL = b.baseURL(root, opts)
 	b.base, b.overridden = disc.BaseURL, strings.TrimSpace(opts.BaseURL) != ""
 	disc.AuthProfile = b.authProfile()
@@ -146,7 +149,10 @@ type builder struct {
 	sourceURL, base string
 	overridden      bool
 	ownServers      int
-	warnings        []sources.Warning
+	// docScheme is the scheme of a Swagger 2.0 document's own base URL,
+	// which an operation's schemes may leave out.
+	docScheme string
+	warnings  []sources.Warning
 	// firstSkip is the first operation left out, for the error when none
 	// is left.
 	firstSkip error
@@ -239,8 +245,8 @@ func (b *builder) operations() []operation {
 			if list, _ := o.op["servers"].([]any); len(list) > 0 {
 				o.servers = list
 			}
-			if scheme := b.swagger[o.subject()].scheme; scheme != "" {
-				o.servers = b.withScheme(scheme)
+			if servers := b.ownScheme(b.swagger[o.subject()].schemes); servers != nil {
+				o.servers = servers
 			}
 			ops = append(ops, o)
 		}

@@ -57,16 +57,36 @@ func (b *builder) operationBaseURL(o operation) string {
 	return base
 }
 
-// withScheme is the server list of a Swagger 2.0 operation whose own
-// schemes override the document's: the document's base URL with the
-// operation's scheme; nil when there is no absolute base URL to change.
-func (b *builder) withScheme(scheme string) []any {
+// ownScheme is the server list of a Swagger 2.0 operation whose own
+// schemes (http, https) leave out the scheme of the document's base URL:
+// that base URL with https when the operation allows it, else http. It is
+// nil when the operation names none, allows the document's scheme, or
+// there is no absolute base URL to change.
+func (b *builder) ownScheme(schemes []string) []any {
+	if len(schemes) == 0 || b.docScheme == "" || slices.Contains(schemes, b.docScheme) {
+		return nil
+	}
 	u, err := url.Parse(b.base)
 	if b.base == "" || err != nil || !u.IsAbs() {
 		return nil
 	}
-	u.Scheme = scheme
+	u.Scheme = "http"
+	if slices.Contains(schemes, "https") {
+		u.Scheme = "https"
+	}
 	return []any{map[string]any{"url": u.String()}}
+}
+
+// swaggerScheme is the scheme of a Swagger 2.0 document's own base URL
+// (as swaggerServer builds it, resolved against the document's URL); ""
+// when it has none.
+func swaggerScheme(doc map[string]any, sourceURL string) string {
+	base, problem := resolveServer(swaggerServer(doc, sourceURL), sourceURL)
+	u, err := url.Parse(base)
+	if problem != "" || err != nil || !u.IsAbs() {
+		return ""
+	}
+	return u.Scheme
 }
 
 // resolveServer makes a server URL absolute against the document's own URL

@@ -178,10 +178,10 @@ type swaggerOp struct {
 	styles map[[2]string]style
 	// form is set when the operation takes formData parameters.
 	form *swaggerForm
-	// scheme is the first of the operation's own schemes (http or https)
-	// when it is not the document's: they override the document's, and
-	// kin-openapi drops them.
-	scheme string
+	// schemes are the operation's own schemes that HTTP calls can use
+	// (http, https), which override the document's; kin-openapi drops
+	// them.
+	schemes []string
 }
 
 // style is the serialization of a parameter or a form field.
@@ -206,10 +206,6 @@ func swaggerOperations(doc map[string]any) map[string]swaggerOp {
 	res := newResolver(doc)
 	paths, _ := doc["paths"].(map[string]any)
 	out := map[string]swaggerOp{}
-	var docScheme string
-	if schemes, _ := doc["schemes"].([]any); len(schemes) > 0 {
-		docScheme = strings.ToLower(str(schemes[0]))
-	}
 	for path, raw := range paths {
 		item, err := res.object(raw)
 		if err != nil {
@@ -227,13 +223,13 @@ func swaggerOperations(doc map[string]any) map[string]swaggerOp {
 				consumes, _ = doc["consumes"].([]any)
 			}
 			sw := swaggerOperation(res, append(slices.Clip(common), own...), consumes)
-			if schemes, _ := op["schemes"].([]any); len(schemes) > 0 {
-				scheme := strings.ToLower(str(schemes[0]))
-				if (scheme == "http" || scheme == "https") && scheme != docScheme {
-					sw.scheme = scheme
+			schemes, _ := op["schemes"].([]any)
+			for _, v := range schemes {
+				if scheme := strings.ToLower(str(v)); scheme == "http" || scheme == "https" {
+					sw.schemes = append(sw.schemes, scheme)
 				}
 			}
-			if sw.styles != nil || sw.form != nil || sw.scheme != "" {
+			if sw.styles != nil || sw.form != nil || sw.schemes != nil {
 				out[operation{path: path, method: method}.subject()] = sw
 			}
 		}
