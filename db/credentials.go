@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jmoiron/sqlx"
 )
 
@@ -85,13 +86,25 @@ type AuditEvent struct {
 	CreatedAt   time.Time       `db:"created_at" json:"created_at"`
 }
 
+const insertAudit = `INSERT INTO audit_events (org_id, workspace_id, actor_id, action, target_type, target_id, details)
+	VALUES ($1, $2, $3, $4, $5, $6, $7)`
+
 func addAudit(ctx context.Context, tx *sqlx.Tx, e AuditEvent) error {
+	_, err := tx.ExecContext(ctx, insertAudit, e.args()...)
+	return err
+}
+
+// addAuditPgx is addAudit in a pgx transaction.
+func addAuditPgx(ctx context.Context, tx pgx.Tx, e AuditEvent) error {
+	_, err := tx.Exec(ctx, insertAudit, e.args()...)
+	return err
+}
+
+func (e AuditEvent) args() []any {
 	if len(e.Details) == 0 {
 		e.Details = json.RawMessage(`{}`)
 	}
-	_, err := tx.ExecContext(ctx, `INSERT INTO audit_events (org_id, workspace_id, actor_id, action, target_type, target_id, details)
-		VALUES ($1, $2, $3, $4, $5, $6, $7)`, e.OrgID, e.WorkspaceID, e.ActorID, e.Action, e.TargetType, e.TargetID, e.Details)
-	return err
+	return []any{e.OrgID, e.WorkspaceID, e.ActorID, e.Action, e.TargetType, e.TargetID, e.Details}
 }
 
 // AuditEvents lists an organization's newest events first.

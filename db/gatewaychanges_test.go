@@ -176,9 +176,9 @@ func TestOwnGatewayChangesRunHooks(t *testing.T) {
 	expect("SetSourceApprovalOverride", err)
 	_, err = f.store.SaveDiscovery(ctx, org, id, db.DiscoveryResult{Signature: "sig", Warnings: []byte(`[]`)})
 	expect("SaveDiscovery", err)
-	expect("DeleteSource", f.store.DeleteSource(ctx, org, id))
+	expect("DeleteSource", f.store.DeleteSource(ctx, org, id, 0))
 
-	if err := f.store.DeleteSource(ctx, org, id); !errors.Is(err, db.ErrNotFound) || len(got) != 0 {
+	if err := f.store.DeleteSource(ctx, org, id, 0); !errors.Is(err, db.ErrNotFound) || len(got) != 0 {
 		t.Fatalf("a failed delete: %v, hooks ran with %v", err, got)
 	}
 	remove()

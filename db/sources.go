@@ -74,10 +74,13 @@ type NewSource struct {
 	Config          json.RawMessage
 	Enabled         bool
 	AuthFingerprint string
+	// ActorID is who creates it, for the audit event; 0 for toolgate itself.
+	ActorID int64
 }
 
-// CreateSource inserts a source in state queued. The organization is locked
-// for the transaction so namespaces stay unique across scopes.
+// CreateSource inserts a source in state queued, and its source.created
+// audit event. The organization is locked for the transaction so
+// namespaces stay unique across scopes.
 func (s *Store) CreateSource(ctx context.Context, in NewSource) (Source, error) {
 	err := s.inPgxTx(ctx, func(tx pgx.Tx) error {
 		if err := lockNamespaces(ctx, tx, in.OrgID, in.WorkspaceID, in.Slug, ""); err != nil {
@@ -86,7 +89,10 @@ func (s *Store) CreateSource(ctx context.Context, in NewSource) (Source, error) 
 		_, err := tx.Exec(ctx, `INSERT INTO sources (id, org_id, workspace_id, scope, name, slug, type, config_version, config, enabled, auth_fingerprint)
 			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)`,
 			in.ID, in.OrgID, in.WorkspaceID, in.Scope, in.Name, in.Slug, in.Type, in.ConfigVersion, in.Config, in.Enabled, in.AuthFingerprint)
-		return translate(err)
+		if err != nil {
+			return translate(err)
+		}
+		return addAuditPgx(ctx, tx, sourceAudit(in.OrgID, in.WorkspaceID, in.ID, in.Name, in.Type, in.Scope, in.Enabled, in.ActorID, "source.created"))
 	})
 	if err := s.gatewayChanged(in.OrgID, err); err != nil {
 		return Source{}, err
@@ -200,23 +206,25 @@ type SourceUpdate struct {
 	Config          json.RawMessage
 	Enabled         bool
 	AuthFingerprint string
+	// ActorID is who changes it, for the audit event; 0 for toolgate itself.
+	ActorID int64
 }
 
-// UpdateSource changes a source and marks it queued for a refresh.
+// UpdateSource changes a source and marks it queued for a refresh; its
+// source.updated audit event commits with it.
 func (s *Store) UpdateSource(ctx context.Context, orgID int64, id string, workspaceID *int64, u SourceUpdate) (Source, error) {
 	err := s.inPgxTx(ctx, func(tx pgx.Tx) error {
 		if err := lockNamespaces(ctx, tx, orgID, workspaceID, u.Slug, id); err != nil {
 			return err
 		}
-		tag, err := tx.Exec(ctx, `UPDATE sources SET name = $3, slug = $4, config = $5, enabled = $6, auth_fingerprint = $7,
-			state = 'queued', updated_at = now() WHERE org_id = $1 AND id = $2`, orgID, id, u.Name, u.Slug, u.Config, u.Enabled, u.AuthFingerprint)
+		var typ, scope string
+		err := tx.QueryRow(ctx, `UPDATE sources SET name = $3, slug = $4, config = $5, enabled = $6, auth_fingerprint = $7,
+			state = 'queued', updated_at = now() WHERE org_id = $1 AND id = $2 RETURNING type, scope`,
+			orgID, id, u.Name, u.Slug, u.Config, u.Enabled, u.AuthFingerprint).Scan(&typ, &scope)
 		if err != nil {
 			return translate(err)
 		}
-		if tag.RowsAffected() == 0 {
-			return ErrNotFound
-		}
-		return nil
+		return addAuditPgx(ctx, tx, sourceAudit(orgID, workspaceID, id, u.Name, typ, scope, u.Enabled, u.ActorID, "source.updated"))
 	})
 	if err := s.gatewayChanged(orgID, err); err != nil {
 		return Source{}, err
@@ -239,10 +247,11 @@ func (s *Store) SetSourceApprovalOverride(ctx context.Context, orgID int64, id s
 	return s.Source(ctx, orgID, id)
 }
 
-// DeleteSource removes a source and its tools.
-func (s *Store) DeleteSource(ctx context.Context, orgID int64, id string) error {
-	res, err := s.db.ExecContext(ctx, `DELETE FROM sources WHERE org_id = $1 AND id = $2`, orgID, id)
-	return s.gatewayChanged(orgID, oneRow(res, err))
+// DeleteSource removes a source and its tools, and records who did
+// (actorID, 0 for toolgate itself).
+func (s *Store) DeleteSource(ctx context.Context, orgID int64, id string, actorID int64) error {
+	err := s.inPgxTx(ctx, func(tx pgx.Tx) error { return DeleteSourceTx(ctx, tx, orgID, id, actorID) })
+	return s.gatewayChanged(orgID, err)
 }
 
 // Answering names the refresh request a refresh works on: the source's
@@ -529,13 +538,28 @@ func (s *Store) Now(ctx context.Context) (time.Time, error) {
 
 // DeleteSourceTx removes a source and its tools in a transaction that also
 // enqueues removing its search documents.
-func DeleteSourceTx(ctx context.Context, tx pgx.Tx, orgID int64, id string) error {
-	tag, err := tx.Exec(ctx, `DELETE FROM sources WHERE org_id = $1 AND id = $2`, orgID, id)
+func DeleteSourceTx(ctx context.Context, tx pgx.Tx, orgID int64, id string, actorID int64) error {
+	var (
+		workspaceID      *int64
+		name, typ, scope string
+		enabled          bool
+	)
+	err := tx.QueryRow(ctx, `DELETE FROM sources WHERE org_id = $1 AND id = $2 RETURNING workspace_id, name, type, scope, enabled`,
+		orgID, id).Scan(&workspaceID, &name, &typ, &scope, &enabled)
 	if err != nil {
-		return err
+		return translate(err)
 	}
-	if tag.RowsAffected() == 0 {
-		return ErrNotFound
+	return addAuditPgx(ctx, tx, sourceAudit(orgID, workspaceID, id, name, typ, scope, enabled, actorID, "source.deleted"))
+}
+
+// sourceAudit is a source's audit event: its name, type, scope and
+// whether it is on, never its configuration (URLs and headers may carry
+// what only its credential should).
+func sourceAudit(orgID int64, workspaceID *int64, id, name, typ, scope string, enabled bool, actorID int64, action string) AuditEvent {
+	details, _ := json.Marshal(map[string]any{"name": name, "type": typ, "scope": scope, "enabled": enabled})
+	e := AuditEvent{OrgID: orgID, WorkspaceID: workspaceID, Action: action, TargetType: "source", TargetID: id, Details: details}
+	if actorID != 0 {
+		e.ActorID = &actorID
 	}
-	return nil
+	return e
 }

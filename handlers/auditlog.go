@@ -29,7 +29,7 @@ const (
 )
 
 // auditCategories are the actions' prefixes a filter may name.
-var auditCategories = []string{"credential", "api_key", "policy", "approval", "approver"}
+var auditCategories = []string{"source", "credential", "api_key", "policy", "approval", "approver"}
 
 // auditFilter reads the filters the page and the API share: category,
 // workspace (an id of the organization's) and cursor.
@@ -112,6 +112,9 @@ func (s *Server) auditLogPage(c echo.Context) error {
 
 // auditActions name the actions in words, with their badge.
 var auditActions = map[string][2]string{
+	"source.created":      {"Source added", "ok"},
+	"source.updated":      {"Source changed", ""},
+	"source.deleted":      {"Source deleted", "danger"},
 	"credential.created":  {"Credential added", "ok"},
 	"credential.updated":  {"Credential changed", ""},
 	"credential.replaced": {"Credential replaced", ""},
@@ -171,6 +174,12 @@ func auditTarget(orgSlug string, e db.AuditEntry, details map[string]any) (strin
 		ws = *e.WorkspaceSlug
 	}
 	switch e.TargetType {
+	case "source":
+		name, _ := details["name"].(string)
+		if ws != "" && e.Action != "source.deleted" {
+			return "Source " + name, paths.WorkspaceSection(orgSlug, ws, "sources") + "/" + url.PathEscape(e.TargetID)
+		}
+		return "Source " + name, ""
 	case "api_key":
 		if name, ok := details["name"].(string); ok {
 			return "API key " + name, ""

@@ -69,6 +69,8 @@ func TestAuditLogRecordsChangesAndDecisions(t *testing.T) {
 		{"POST", rulePath + "/move", map[string]any{"direction": "up"}},
 		{"PATCH", rulePath, map[string]any{"enabled": false}},
 		{"DELETE", orgPolicies + "/" + strconv.FormatInt(first.ID, 10), nil},
+		{"PATCH", "/api/v1/orgs/acme/sources/" + f.orgSrc.ID, map[string]any{"enabled": false}},
+		{"DELETE", "/api/v1/orgs/acme/workspaces/other/sources/" + f.otherSrc.ID, nil},
 	} {
 		if res := f.admin.api(req.method, req.path, req.body); res.status >= 300 {
 			t.Fatalf("%s %s: %d %s", req.method, req.path, res.status, res.body)
@@ -80,7 +82,8 @@ func TestAuditLogRecordsChangesAndDecisions(t *testing.T) {
 	for _, e := range all.Items {
 		actions = append(actions, e.Action)
 	}
-	want := "policy.deleted,policy.updated,policy.moved,policy.created,policy.created,approver.added,api_key.revoked,api_key.created,credential.created"
+	want := "source.deleted,source.updated,policy.deleted,policy.updated,policy.moved,policy.created,policy.created,approver.added," +
+		"api_key.revoked,api_key.created,credential.created,source.created,source.created,source.created"
 	if got := strings.Join(actions, ","); got != want {
 		t.Fatalf("events newest first:\n got %s\nwant %s", got, want)
 	}
@@ -100,14 +103,21 @@ func TestAuditLogRecordsChangesAndDecisions(t *testing.T) {
 	if d := byAction["policy.deleted"]; d.TargetID != strconv.FormatInt(first.ID, 10) || d.Details["effect"] != "allow" {
 		t.Fatalf("deleted rule: %+v", d)
 	}
+	if u := byAction["source.updated"]; u.TargetID != f.orgSrc.ID || u.Details["enabled"] != false || u.Details["name"] != "Billing" ||
+		u.WorkspaceID != nil || u.ActorEmail == nil || *u.ActorEmail != "admin@acme.test" {
+		t.Fatalf("updated source: %+v", u)
+	}
+	if d := byAction["source.deleted"]; d.TargetID != f.otherSrc.ID || d.Details["name"] != "Elsewhere" || d.WorkspaceSlug == nil || *d.WorkspaceSlug != "other" {
+		t.Fatalf("deleted source: %+v", d)
+	}
 
 	// Filters, and pages of two.
 	keys := auditEvents(t, f.admin, "?category=api_key")
 	if len(keys.Items) != 2 || keys.Items[0].Action != "api_key.revoked" || keys.NextCursor != nil {
 		t.Fatalf("api_key category: %+v", keys)
 	}
-	if ws := auditEvents(t, f.owner, fmt.Sprintf("?workspace=%d", f.wsID)); len(ws.Items) != 4 {
-		t.Fatalf("default workspace: %d events, want the credential's, the key's two and the approver's", len(ws.Items))
+	if ws := auditEvents(t, f.owner, fmt.Sprintf("?workspace=%d", f.wsID)); len(ws.Items) != 5 {
+		t.Fatalf("default workspace: %d events, want Petstore's, the credential's, the key's two and the approver's", len(ws.Items))
 	}
 	var paged []string
 	for q := "?limit=3"; ; {
@@ -135,7 +145,8 @@ func TestAuditLogRecordsChangesAndDecisions(t *testing.T) {
 	if page.status != http.StatusOK {
 		t.Fatalf("page: %d %s", page.status, excerpt(page.body))
 	}
-	for _, s := range []string{"Audit log", "Rule deleted", "Rule moved", "API key revoked", "API key claude", "Credential added", "Credential for Petstore", "Approver added", "member2@acme.test",
+	for _, s := range []string{"Audit log", "Rule deleted", "Rule moved", "API key revoked", "API key claude", "Credential added", "Credential for Petstore", "Approver added", "member2@acme.test", "Source added", "Source changed", "Source deleted", "Source Elsewhere",
+		`href="/o/acme/w/default/sources/` + f.wsSrc.ID + `"`,
 		"owner@acme.test", "member@acme.test", "admin@acme.test", `data-testid="audit-filters"`, `href="/o/acme/policies"`} {
 		if !strings.Contains(page.body, s) {
 			t.Errorf("page lacks %q", s)
@@ -145,7 +156,7 @@ func TestAuditLogRecordsChangesAndDecisions(t *testing.T) {
 		t.Fatalf("policy filter: %s", excerpt(filtered.body))
 	}
 	if bad := f.owner.do("GET", "/o/acme/audit?category=nope", nil, "", true); bad.status != http.StatusUnprocessableEntity ||
-		!strings.Contains(bad.body, "Choose one of credential") || strings.Contains(bad.body, "<html") {
+		!strings.Contains(bad.body, "Choose one of source, credential") || strings.Contains(bad.body, "<html") {
 		t.Fatalf("bad filter: %d %s", bad.status, excerpt(bad.body))
 	}
 	for _, res := range []response{page, f.owner.api("GET", auditAPI, nil)} {

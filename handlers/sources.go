@@ -347,7 +347,7 @@ func (s *Server) testSavedSource(c echo.Context) error {
 
 func (s *Server) setSourceEnabled(c echo.Context) error {
 	enabled := c.FormValue("enabled") == "true"
-	src, err := s.sources.SetEnabled(c.Request().Context(), sourceOf(c), enabled)
+	src, err := s.sources.SetEnabled(c.Request().Context(), sourceOf(c), actorID(c), enabled)
 	if err != nil {
 		return err
 	}
@@ -364,7 +364,7 @@ func (s *Server) deleteSource(c echo.Context) error {
 	if strings.TrimSpace(c.FormValue("confirm")) != src.Slug {
 		return s.renderSource(c, http.StatusUnprocessableEntity, nil, "Type "+src.Slug+" to confirm.")
 	}
-	if err := s.sources.Delete(c.Request().Context(), src); err != nil {
+	if err := s.sources.Delete(c.Request().Context(), src, actorID(c)); err != nil {
 		return err
 	}
 	s.flash(c, "success", "Deleted "+src.Name+".")
@@ -577,7 +577,7 @@ func (s *Server) apiUpdateSource(c echo.Context) error {
 }
 
 func (s *Server) apiDeleteSource(c echo.Context) error {
-	if err := s.sources.Delete(c.Request().Context(), sourceOf(c)); err != nil {
+	if err := s.sources.Delete(c.Request().Context(), sourceOf(c), actorID(c)); err != nil {
 		return err
 	}
 	return c.NoContent(http.StatusNoContent)

@@ -129,7 +129,7 @@ func TestDisabledSourceIsNotFoundAndChangesTheVersion(t *testing.T) {
 	}
 	e.call(e.a.caller(), "items.get_item", `{"id": 1}`)
 
-	if _, err := e.sources.SetEnabled(ctx, src, false); err != nil {
+	if _, err := e.sources.SetEnabled(ctx, src, 0, false); err != nil {
 		t.Fatal(err)
 	}
 	v2, _ := e.gw.RegistryVersion(ctx, e.a.org.ID, e.a.ws.ID)

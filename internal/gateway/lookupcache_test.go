@@ -234,18 +234,18 @@ func TestLookupCacheSeesEveryChangeOnEveryReplica(t *testing.T) {
 	}
 	step("a disabled source", func() {
 		var err error
-		if src, err = e.sources.SetEnabled(ctx, src, false); err != nil {
+		if src, err = e.sources.SetEnabled(ctx, src, 0, false); err != nil {
 			t.Fatal(err)
 		}
 	}, getItem, "not found")
 	step("an enabled source", func() {
 		var err error
-		if src, err = e.sources.SetEnabled(ctx, src, true); err != nil {
+		if src, err = e.sources.SetEnabled(ctx, src, 0, true); err != nil {
 			t.Fatal(err)
 		}
 	}, getItem, "key=")
 	step("a deleted source", func() {
-		if err := e.sources.Delete(ctx, src); err != nil {
+		if err := e.sources.Delete(ctx, src, 0); err != nil {
 			t.Fatal(err)
 		}
 	}, getItem, "not found")
@@ -303,7 +303,7 @@ func TestLookupCacheKeepsTenantsApart(t *testing.T) {
 		t.Fatalf("tenant b's call ran tenant a's source %s", got)
 	}
 
-	if _, err := e.sources.SetEnabled(ctx, srcB, false); err != nil {
+	if _, err := e.sources.SetEnabled(ctx, srcB, 0, false); err != nil {
 		t.Fatal(err)
 	}
 	waitFor(t, "tenant b's disabled source", func() bool { return r.outcome(t, api, b, whoami) == "not found" })

@@ -532,7 +532,7 @@ func TestApprovalRefusedWhenItsSourceWasRecreated(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := e.sources.Delete(ctx, old); err != nil {
+	if err := e.sources.Delete(ctx, old, 0); err != nil {
 		t.Fatal(err)
 	}
 	src := e.source(e.a, &e.a.ws, "Items", sources.TypeOpenAPI, openAPIConfig(itemsSpec, api.URL))

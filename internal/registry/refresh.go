@@ -237,8 +237,8 @@ func (r *Refresher) Reindex(ctx context.Context, src db.Source) error {
 
 // Delete removes a source and, at once, its documents from Meilisearch;
 // the worker's queue does the same through a job that survives restarts.
-func (r *Refresher) Delete(ctx context.Context, orgID int64, sourceID string) error {
-	if err := r.Store.DeleteSource(ctx, orgID, sourceID); err != nil {
+func (r *Refresher) Delete(ctx context.Context, orgID int64, sourceID string, actorID int64) error {
+	if err := r.Store.DeleteSource(ctx, orgID, sourceID, actorID); err != nil {
 		return err
 	}
 	return r.Unindex(ctx, orgID, sourceID)

@@ -50,7 +50,7 @@ func TestDeleteLeavesSearch(t *testing.T) {
 		t.Fatalf("before delete: search found %v", hits)
 	}
 
-	if err := svc.Delete(t.Context(), src); err != nil {
+	if err := svc.Delete(t.Context(), src, 0); err != nil {
 		t.Fatal(err)
 	}
 	eventually(t, time.Minute, func() (bool, string) {
@@ -85,7 +85,7 @@ func TestDeleteDuringIndexingLeavesSearch(t *testing.T) {
 	// The source is deleted the way the console does it; the unindex runs
 	// at once (the refresher itself, not a queue).
 	direct := &registry.Refresher{Store: e.store, Log: e.r.Log, Index: e.index}
-	if err := (&sources.Service{Store: e.store, Refresher: direct}).Delete(t.Context(), src); err != nil {
+	if err := (&sources.Service{Store: e.store, Refresher: direct}).Delete(t.Context(), src, 0); err != nil {
 		t.Fatal(err)
 	}
 	release()
@@ -310,7 +310,7 @@ func TestDisabledSourceIsHidden(t *testing.T) {
 		}
 	}
 
-	src, err := e.svc.SetEnabled(t.Context(), src, false)
+	src, err := e.svc.SetEnabled(t.Context(), src, 0, false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -326,7 +326,7 @@ func TestDisabledSourceIsHidden(t *testing.T) {
 		}
 	}
 
-	if _, err := e.svc.SetEnabled(t.Context(), src, true); err != nil {
+	if _, err := e.svc.SetEnabled(t.Context(), src, 0, true); err != nil {
 		t.Fatal(err)
 	}
 	for name, idx := range map[string]search.Index{"meilisearch": e.index, "postgresql": pg} {

@@ -19,7 +19,7 @@ import (
 type Refresher interface {
 	Refresh(ctx context.Context, orgID int64, id string) error
 	// Delete removes a source and its search documents.
-	Delete(ctx context.Context, orgID int64, id string) error
+	Delete(ctx context.Context, orgID int64, id string, actorID int64) error
 }
 
 // Discoverer runs discovery without saving (the Test button). Auth, when
@@ -107,7 +107,7 @@ func (s *Service) Create(ctx context.Context, orgID int64, workspaceID *int64, i
 	src, err := s.Store.CreateSource(ctx, db.NewSource{
 		ID: "src_" + uuid.NewString(), OrgID: orgID, WorkspaceID: workspaceID, Scope: string(in.Scope),
 		Name: in.Name, Slug: validation.Slugify(in.Name), Type: string(in.Type), ConfigVersion: ConfigVersion,
-		Config: stored, Enabled: enabled, AuthFingerprint: AuthFingerprint(cfg),
+		Config: stored, Enabled: enabled, AuthFingerprint: AuthFingerprint(cfg), ActorID: in.ActorID,
 	})
 	if err := nameConflict(err, in.Name); err != nil {
 		return db.Source{}, err
@@ -115,7 +115,7 @@ func (s *Service) Create(ctx context.Context, orgID int64, workspaceID *int64, i
 	if len(moved) > 0 {
 		if err := s.Credentials.Keep(ctx, src, in.ActorID, moved); err != nil {
 			// The source would run without its secret: take it back.
-			_ = s.Store.DeleteSource(context.WithoutCancel(ctx), orgID, src.ID)
+			_ = s.Store.DeleteSource(context.WithoutCancel(ctx), orgID, src.ID, in.ActorID)
 			return db.Source{}, fmt.Errorf("keep the secret values of source %s as its credential: %w", src.ID, err)
 		}
 	}
@@ -169,6 +169,7 @@ func (s *Service) Update(ctx context.Context, src db.Source, p Patch) (db.Source
 	raw, _ := json.Marshal(cfg)
 	updated, err := s.Store.UpdateSource(ctx, src.OrgID, src.ID, src.WorkspaceID, db.SourceUpdate{
 		Name: in.Name, Slug: validation.Slugify(in.Name), Config: raw, Enabled: enabled, AuthFingerprint: AuthFingerprint(cfg),
+		ActorID: p.ActorID,
 	})
 	if err := nameConflict(err, in.Name); err != nil {
 		return db.Source{}, err
@@ -181,13 +182,13 @@ func (s *Service) Update(ctx context.Context, src db.Source, p Patch) (db.Source
 
 // Delete removes a source and its tools, and enqueues removing its
 // documents from the search index.
-func (s *Service) Delete(ctx context.Context, src db.Source) error {
-	return s.Refresher.Delete(ctx, src.OrgID, src.ID)
+func (s *Service) Delete(ctx context.Context, src db.Source, actorID int64) error {
+	return s.Refresher.Delete(ctx, src.OrgID, src.ID, actorID)
 }
 
 // SetEnabled turns a source on or off.
-func (s *Service) SetEnabled(ctx context.Context, src db.Source, enabled bool) (db.Source, error) {
-	return s.Update(ctx, src, Patch{Enabled: &enabled})
+func (s *Service) SetEnabled(ctx context.Context, src db.Source, actorID int64, enabled bool) (db.Source, error) {
+	return s.Update(ctx, src, Patch{Enabled: &enabled, ActorID: actorID})
 }
 
 // Refresh enqueues a rediscovery of a saved source.

@@ -177,11 +177,12 @@ func (q *Queue) Refresh(ctx context.Context, orgID int64, id string) error {
 	})
 }
 
-// Delete removes a source and enqueues removing its documents from the
-// search index, in one transaction, so no crash leaves orphaned documents.
-func (q *Queue) Delete(ctx context.Context, orgID int64, id string) error {
+// Delete removes a source, records who did (actorID), and enqueues removing
+// its documents from the search index, in one transaction, so no crash
+// leaves orphaned documents.
+func (q *Queue) Delete(ctx context.Context, orgID int64, id string, actorID int64) error {
 	return q.store.InPgxTx(ctx, func(tx pgx.Tx) error {
-		if err := db.DeleteSourceTx(ctx, tx, orgID, id); err != nil {
+		if err := db.DeleteSourceTx(ctx, tx, orgID, id, actorID); err != nil {
 			return err
 		}
 		_, err := q.client.InsertTx(ctx, tx, UnindexArgs{OrgID: orgID, SourceID: id}, nil)
