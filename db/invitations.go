@@ -2,7 +2,9 @@ package db
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"strconv"
 	"time"
 
 	"github.com/jmoiron/sqlx"
@@ -38,10 +40,15 @@ const invitationSelect = `SELECT i.id, i.org_id, o.slug AS org_slug, o.name AS o
 // CreateInvitation stores an invitation under the hash of its token.
 func (s *Store) CreateInvitation(ctx context.Context, orgID int64, email, role string, tokenHash []byte, invitedBy int64, expiresAt time.Time) (Invitation, error) {
 	var id int64
-	err := s.db.GetContext(ctx, &id, `INSERT INTO invitations (org_id, email, role, token_hash, invited_by, expires_at)
-		VALUES ($1, $2, $3, $4, $5, $6) RETURNING id`, orgID, email, role, tokenHash, invitedBy, expiresAt)
+	err := s.InTx(ctx, func(tx *sqlx.Tx) error {
+		if err := tx.GetContext(ctx, &id, `INSERT INTO invitations (org_id, email, role, token_hash, invited_by, expires_at)
+			VALUES ($1, $2, $3, $4, $5, $6) RETURNING id`, orgID, email, role, tokenHash, invitedBy, expiresAt); err != nil {
+			return translate(err)
+		}
+		return addAudit(ctx, tx, memberAudit(orgID, invitedBy, "member.invited", "invitation", id, map[string]any{"email": email, "role": role}))
+	})
 	if err != nil {
-		return Invitation{}, translate(err)
+		return Invitation{}, err
 	}
 	return s.Invitation(ctx, orgID, id)
 }
@@ -78,10 +85,16 @@ func (s *Store) InvitationByToken(ctx context.Context, tokenHash []byte) (Invita
 }
 
 // RevokeInvitation withdraws a pending invitation.
-func (s *Store) RevokeInvitation(ctx context.Context, orgID, id int64) error {
-	res, err := s.db.ExecContext(ctx, `UPDATE invitations SET revoked_at = now()
-		WHERE org_id = $1 AND id = $2 AND accepted_at IS NULL AND revoked_at IS NULL`, orgID, id)
-	return oneRow(res, err)
+func (s *Store) RevokeInvitation(ctx context.Context, orgID, id, actorID int64) error {
+	return s.InTx(ctx, func(tx *sqlx.Tx) error {
+		var email, role string
+		err := tx.QueryRowxContext(ctx, `UPDATE invitations SET revoked_at = now()
+			WHERE org_id = $1 AND id = $2 AND accepted_at IS NULL AND revoked_at IS NULL RETURNING email, role`, orgID, id).Scan(&email, &role)
+		if err != nil {
+			return translate(err)
+		}
+		return addAudit(ctx, tx, memberAudit(orgID, actorID, "member.invitation_revoked", "invitation", id, map[string]any{"email": email, "role": role}))
+	})
 }
 
 // AcceptInvitation marks the invitation used by userID and adds the
@@ -94,5 +107,18 @@ func AcceptInvitation(ctx context.Context, tx *sqlx.Tx, inv Invitation, userID i
 	} else if err != nil {
 		return err
 	}
-	return AddMember(ctx, tx, inv.OrgID, userID, inv.Role)
+	if err := AddMember(ctx, tx, inv.OrgID, userID, inv.Role); err != nil {
+		return err
+	}
+	return addAudit(ctx, tx, memberAudit(inv.OrgID, userID, "member.joined", "user", userID, map[string]any{"email": inv.Email, "role": inv.Role}))
+}
+
+// memberAudit is a membership's audit event: who, and with which role.
+func memberAudit(orgID, actorID int64, action, targetType string, targetID int64, details map[string]any) AuditEvent {
+	raw, _ := json.Marshal(details)
+	e := AuditEvent{OrgID: orgID, Action: action, TargetType: targetType, TargetID: strconv.FormatInt(targetID, 10), Details: raw}
+	if actorID != 0 {
+		e.ActorID = &actorID
+	}
+	return e
 }

@@ -106,14 +106,22 @@ func (s *Store) Member(ctx context.Context, orgID, userID int64) (Member, error)
 
 // SetRole changes a member's role. Demoting the last owner is ErrLastOwner;
 // the owners are locked so two demotions at once cannot both pass.
-func (s *Store) SetRole(ctx context.Context, orgID, userID int64, role string) (Member, error) {
+func (s *Store) SetRole(ctx context.Context, orgID, userID int64, role string, actorID int64) (Member, error) {
 	err := s.InTx(ctx, func(tx *sqlx.Tx) error {
 		if err := keepAnOwner(ctx, tx, orgID, userID, role); err != nil {
 			return err
 		}
-		res, err := tx.ExecContext(ctx, `UPDATE memberships SET role = $3, updated_at = now()
-			WHERE org_id = $1 AND user_id = $2`, orgID, userID, role)
-		return oneRow(res, err)
+		var was string
+		err := tx.QueryRowxContext(ctx, `UPDATE memberships m SET role = $3, updated_at = now()
+			FROM (SELECT role FROM memberships WHERE org_id = $1 AND user_id = $2 FOR UPDATE) old
+			WHERE m.org_id = $1 AND m.user_id = $2 RETURNING old.role`, orgID, userID, role).Scan(&was)
+		if err != nil {
+			return translate(err)
+		}
+		if was == role {
+			return nil
+		}
+		return addAudit(ctx, tx, memberAudit(orgID, actorID, "member.role_changed", "user", userID, map[string]any{"from": was, "to": role}))
 	})
 	if err != nil {
 		return Member{}, err
@@ -122,13 +130,22 @@ func (s *Store) SetRole(ctx context.Context, orgID, userID int64, role string) (
 }
 
 // RemoveMember ends a membership; removing the last owner is ErrLastOwner.
-func (s *Store) RemoveMember(ctx context.Context, orgID, userID int64) error {
+// The event says member.left when the member is the actor.
+func (s *Store) RemoveMember(ctx context.Context, orgID, userID, actorID int64) error {
 	return s.InTx(ctx, func(tx *sqlx.Tx) error {
 		if err := keepAnOwner(ctx, tx, orgID, userID, ""); err != nil {
 			return err
 		}
-		res, err := tx.ExecContext(ctx, `DELETE FROM memberships WHERE org_id = $1 AND user_id = $2`, orgID, userID)
-		return oneRow(res, err)
+		var role string
+		err := tx.QueryRowxContext(ctx, `DELETE FROM memberships WHERE org_id = $1 AND user_id = $2 RETURNING role`, orgID, userID).Scan(&role)
+		if err != nil {
+			return translate(err)
+		}
+		action := "member.removed"
+		if actorID == userID {
+			action = "member.left"
+		}
+		return addAudit(ctx, tx, memberAudit(orgID, actorID, action, "user", userID, map[string]any{"role": role}))
 	})
 }
 

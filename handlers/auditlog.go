@@ -29,7 +29,7 @@ const (
 )
 
 // auditCategories are the actions' prefixes a filter may name.
-var auditCategories = []string{"source", "credential", "api_key", "policy", "approval", "approver"}
+var auditCategories = []string{"member", "source", "credential", "api_key", "policy", "approval", "approver"}
 
 // auditFilter reads the filters the page and the API share: category,
 // workspace (an id of the organization's) and cursor.
@@ -112,25 +112,31 @@ func (s *Server) auditLogPage(c echo.Context) error {
 
 // auditActions name the actions in words, with their badge.
 var auditActions = map[string][2]string{
-	"source.created":      {"Source added", "ok"},
-	"source.updated":      {"Source changed", ""},
-	"source.deleted":      {"Source deleted", "danger"},
-	"credential.created":  {"Credential added", "ok"},
-	"credential.updated":  {"Credential changed", ""},
-	"credential.replaced": {"Credential replaced", ""},
-	"credential.deleted":  {"Credential deleted", "danger"},
-	"api_key.created":     {"API key created", "ok"},
-	"api_key.revoked":     {"API key revoked", "danger"},
-	"policy.created":      {"Rule added", "ok"},
-	"policy.updated":      {"Rule changed", ""},
-	"policy.enabled":      {"Rule enabled", "ok"},
-	"policy.disabled":     {"Rule disabled", "warn"},
-	"policy.moved":        {"Rule moved", ""},
-	"policy.deleted":      {"Rule deleted", "danger"},
-	"approval.approved":   {"Call approved", "ok"},
-	"approval.denied":     {"Call denied", "danger"},
-	"approver.added":      {"Approver added", "ok"},
-	"approver.removed":    {"Approver removed", "danger"},
+	"member.invited":            {"Invitation sent", "ok"},
+	"member.invitation_revoked": {"Invitation revoked", "danger"},
+	"member.joined":             {"Member joined", "ok"},
+	"member.role_changed":       {"Role changed", "warn"},
+	"member.removed":            {"Member removed", "danger"},
+	"member.left":               {"Member left", ""},
+	"source.created":            {"Source added", "ok"},
+	"source.updated":            {"Source changed", ""},
+	"source.deleted":            {"Source deleted", "danger"},
+	"credential.created":        {"Credential added", "ok"},
+	"credential.updated":        {"Credential changed", ""},
+	"credential.replaced":       {"Credential replaced", ""},
+	"credential.deleted":        {"Credential deleted", "danger"},
+	"api_key.created":           {"API key created", "ok"},
+	"api_key.revoked":           {"API key revoked", "danger"},
+	"policy.created":            {"Rule added", "ok"},
+	"policy.updated":            {"Rule changed", ""},
+	"policy.enabled":            {"Rule enabled", "ok"},
+	"policy.disabled":           {"Rule disabled", "warn"},
+	"policy.moved":              {"Rule moved", ""},
+	"policy.deleted":            {"Rule deleted", "danger"},
+	"approval.approved":         {"Call approved", "ok"},
+	"approval.denied":           {"Call denied", "danger"},
+	"approver.added":            {"Approver added", "ok"},
+	"approver.removed":          {"Approver removed", "danger"},
 }
 
 // auditRow is an event as the console shows it.
@@ -180,6 +186,10 @@ func auditTarget(orgSlug string, e db.AuditEntry, details map[string]any) (strin
 			return "Source " + name, paths.WorkspaceSection(orgSlug, ws, "sources") + "/" + url.PathEscape(e.TargetID)
 		}
 		return "Source " + name, ""
+	case "invitation":
+		if email, ok := details["email"].(string); ok {
+			return "Invitation to " + email, ""
+		}
 	case "api_key":
 		if name, ok := details["name"].(string); ok {
 			return "API key " + name, ""

@@ -156,7 +156,7 @@ func TestAuditLogRecordsChangesAndDecisions(t *testing.T) {
 		t.Fatalf("policy filter: %s", excerpt(filtered.body))
 	}
 	if bad := f.owner.do("GET", "/o/acme/audit?category=nope", nil, "", true); bad.status != http.StatusUnprocessableEntity ||
-		!strings.Contains(bad.body, "Choose one of source, credential") || strings.Contains(bad.body, "<html") {
+		!strings.Contains(bad.body, "Choose one of member, source, credential") || strings.Contains(bad.body, "<html") {
 		t.Fatalf("bad filter: %d %s", bad.status, excerpt(bad.body))
 	}
 	for _, res := range []response{page, f.owner.api("GET", auditAPI, nil)} {
@@ -222,4 +222,73 @@ func TestAuditLogBrowser(t *testing.T) {
 	b.wantPath("/o/acme/audit")
 	b.waitText(testid("events"), "Rule added")
 	b.checkConsole()
+}
+
+// TestAuditLogRecordsMembership: invitations sent, revoked and accepted,
+// a role changed, a member removed and one leaving each leave an event
+// naming the person; the invitation's token never shows.
+func TestAuditLogRecordsMembership(t *testing.T) {
+	f := newFixture(t)
+	invite := func(email string) (id int64, token string) {
+		res := f.owner.api("POST", "/api/v1/orgs/acme/invitations", map[string]any{"email": email, "role": "member"})
+		if res.status != http.StatusCreated {
+			t.Fatalf("invite %s: %d %s", email, res.status, res.body)
+		}
+		var inv struct {
+			ID  int64  `json:"id"`
+			URL string `json:"url"`
+		}
+		res.json(t, &inv)
+		return inv.ID, inv.URL[strings.LastIndex(inv.URL, "/")+1:]
+	}
+	revoked, _ := invite("never@acme.test")
+	if res := f.owner.api("DELETE", fmt.Sprintf("/api/v1/orgs/acme/invitations/%d", revoked), nil); res.status != http.StatusNoContent {
+		t.Fatalf("revoke: %d %s", res.status, res.body)
+	}
+	_, token := invite("newcomer@acme.test")
+	f.account("newcomer@acme.test", "")
+	if res := f.signIn("newcomer@acme.test").api("POST", "/api/v1/invitations/accept", map[string]any{"token": token}); res.status != http.StatusOK {
+		t.Fatalf("accept: %d %s", res.status, res.body)
+	}
+	member := strconv.FormatInt(f.userID("member@acme.test"), 10)
+	if res := f.admin.api("PATCH", "/api/v1/orgs/acme/members/"+member, map[string]any{"role": "viewer"}); res.status != http.StatusOK {
+		t.Fatalf("change role: %d %s", res.status, res.body)
+	}
+	if res := f.admin.api("DELETE", "/api/v1/orgs/acme/members/"+member, nil); res.status != http.StatusNoContent {
+		t.Fatalf("remove: %d %s", res.status, res.body)
+	}
+	if res := f.viewer.api("DELETE", "/api/v1/orgs/acme/members/"+strconv.FormatInt(f.userID("viewer@acme.test"), 10), nil); res.status != http.StatusNoContent {
+		t.Fatalf("leave: %d %s", res.status, res.body)
+	}
+
+	events := auditEvents(t, f.owner, "?category=member")
+	var got []string
+	for _, e := range events.Items {
+		who := ""
+		if e.ActorEmail != nil {
+			who = *e.ActorEmail
+		}
+		got = append(got, e.Action+" by "+who)
+	}
+	want := []string{"member.left by viewer@acme.test", "member.removed by admin@acme.test", "member.role_changed by admin@acme.test",
+		"member.joined by newcomer@acme.test", "member.invited by owner@acme.test", "member.invitation_revoked by owner@acme.test",
+		"member.invited by owner@acme.test"}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Fatalf("membership events:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	if rc := events.Items[2]; rc.Details["from"] != "member" || rc.Details["to"] != "viewer" || rc.TargetID != member {
+		t.Fatalf("role change: %+v", rc)
+	}
+	page := f.owner.get("/o/acme/audit?category=member")
+	for _, s := range []string{"Invitation to never@acme.test", "Invitation revoked", "Member joined", "newcomer@acme.test",
+		"Role changed", "Member removed", "Member left", "member@acme.test"} {
+		if !strings.Contains(page.body, s) {
+			t.Errorf("page lacks %q", s)
+		}
+	}
+	for _, res := range []response{page, f.owner.api("GET", auditAPI, nil)} {
+		if strings.Contains(res.body, token) {
+			t.Fatal("the audit log shows an invitation's token")
+		}
+	}
 }

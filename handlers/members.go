@@ -87,7 +87,7 @@ func (s *Server) revokeInvitation(c echo.Context) error {
 		return err
 	}
 	org := orgOf(c)
-	if err := s.store.RevokeInvitation(c.Request().Context(), org.ID, id); err != nil {
+	if err := s.store.RevokeInvitation(c.Request().Context(), org.ID, id, actorID(c)); err != nil {
 		return err
 	}
 	s.flash(c, "success", "Invitation revoked.")
@@ -101,7 +101,7 @@ func (s *Server) changeRole(c echo.Context) error {
 		return err
 	}
 	org, role := orgOf(c), roleOf(c)
-	m, err := s.tenancy.ChangeRole(c.Request().Context(), org.ID, role, userID, tenancy.RoleInput{Role: c.FormValue("role")})
+	m, err := s.tenancy.ChangeRole(c.Request().Context(), org.ID, actorID(c), role, userID, tenancy.RoleInput{Role: c.FormValue("role")})
 	var problems validation.Errors
 	if errors.As(err, &problems) {
 		current, lerr := s.store.Member(c.Request().Context(), org.ID, userID)
@@ -179,7 +179,7 @@ func (s *Server) apiChangeRole(c echo.Context) error {
 	if err := decodeJSON(c, &in); err != nil {
 		return err
 	}
-	m, err := s.tenancy.ChangeRole(c.Request().Context(), orgOf(c).ID, roleOf(c), userID, in)
+	m, err := s.tenancy.ChangeRole(c.Request().Context(), orgOf(c).ID, actorID(c), roleOf(c), userID, in)
 	if err != nil {
 		return err
 	}
@@ -247,7 +247,7 @@ func (s *Server) apiRevokeInvitation(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	if err := s.store.RevokeInvitation(c.Request().Context(), orgOf(c).ID, id); err != nil {
+	if err := s.store.RevokeInvitation(c.Request().Context(), orgOf(c).ID, id, actorID(c)); err != nil {
 		return err
 	}
 	return c.NoContent(http.StatusNoContent)

@@ -86,7 +86,7 @@ func TestAPIKeyAuthenticates(t *testing.T) {
 	}
 
 	// The role is the owner's role now, not when the key was made.
-	if _, err := f.store.SetRole(ctx, f.org.ID, f.member.ID, "viewer"); err != nil {
+	if _, err := f.store.SetRole(ctx, f.org.ID, f.member.ID, "viewer", 0); err != nil {
 		t.Fatal(err)
 	}
 	if g, err = f.authn.APIKey(ctx, plain); err != nil || g.Role != "viewer" {
@@ -113,7 +113,7 @@ func TestAPIKeyRefused(t *testing.T) {
 	expired, expiredPlain := f.key(t, f.owner, auth.Owner, tenancy.APIKeyInput{Name: "expired", ExpiresInDays: 1})
 	exec(`UPDATE api_keys SET expires_at = now() - interval '1 second' WHERE id = $1`, expired.ID)
 	_, leaverPlain := f.key(t, f.member, auth.Member, tenancy.APIKeyInput{Name: "leaver"})
-	if err := f.store.RemoveMember(ctx, f.org.ID, f.member.ID); err != nil {
+	if err := f.store.RemoveMember(ctx, f.org.ID, f.member.ID, 0); err != nil {
 		t.Fatal(err)
 	}
 	made, _, _ := auth.NewSecret(auth.APIKeyPrefix)

@@ -147,7 +147,7 @@ func TestKeyCacheMembership(t *testing.T) {
 		grantOf(t, c, plain)
 	}
 
-	if _, err := f.store.SetRole(ctx, f.org.ID, f.member.ID, "viewer"); err != nil {
+	if _, err := f.store.SetRole(ctx, f.org.ID, f.member.ID, "viewer", 0); err != nil {
 		t.Fatal(err)
 	}
 	for _, c := range []*auth.KeyCache{one, two} {
@@ -164,7 +164,7 @@ func TestKeyCacheMembership(t *testing.T) {
 		t.Fatalf("served past its TTL: name %q", g.User.Name)
 	}
 
-	if err := f.store.RemoveMember(ctx, f.org.ID, f.member.ID); err != nil {
+	if err := f.store.RemoveMember(ctx, f.org.ID, f.member.ID, 0); err != nil {
 		t.Fatal(err)
 	}
 	for _, c := range []*auth.KeyCache{one, two} {

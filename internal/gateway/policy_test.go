@@ -499,7 +499,7 @@ func TestApprovalRequesterWhoLeftDoesNotRun(t *testing.T) {
 	if _, err := e.held.Decide(ctx, e.a.org.ID, e.a.ws.ID, p.ApprovalID, e.a.ownerDecider(), true, ""); err != nil {
 		t.Fatal(err)
 	}
-	if err := e.store.RemoveMember(ctx, e.a.org.ID, e.a.member.UserID); err != nil {
+	if err := e.store.RemoveMember(ctx, e.a.org.ID, e.a.member.UserID, 0); err != nil {
 		t.Fatal(err)
 	}
 	res, err := e.gw.Resume(ctx, c, p.ApprovalID, "", nil, nil)

@@ -280,9 +280,9 @@ func (s *Service) AcceptInvitation(ctx context.Context, user db.User, token stri
 	return inv, err
 }
 
-// ChangeRole sets a member's role. Admins manage admins, members and viewers;
+// ChangeRole sets a member's role, as byID. Admins manage admins, members and viewers;
 // only owners grant or take away the owner role; the last owner stays.
-func (s *Service) ChangeRole(ctx context.Context, orgID int64, byRole auth.Role, userID int64, in RoleInput) (db.Member, error) {
+func (s *Service) ChangeRole(ctx context.Context, orgID, byID int64, byRole auth.Role, userID int64, in RoleInput) (db.Member, error) {
 	if problems := in.Validate(); len(problems) > 0 {
 		return db.Member{}, problems
 	}
@@ -293,7 +293,7 @@ func (s *Service) ChangeRole(ctx context.Context, orgID int64, byRole auth.Role,
 	if byRole != auth.Owner && (auth.Role(target.Role) == auth.Owner || auth.Role(in.Role) == auth.Owner) {
 		return db.Member{}, auth.ErrForbidden
 	}
-	m, err := s.Store.SetRole(ctx, orgID, userID, in.Role)
+	m, err := s.Store.SetRole(ctx, orgID, userID, in.Role, byID)
 	if errors.Is(err, db.ErrLastOwner) {
 		return db.Member{}, validation.Field("role", "The last owner cannot be demoted; make someone else owner first.")
 	}
@@ -312,7 +312,7 @@ func (s *Service) RemoveMember(ctx context.Context, orgID int64, by db.User, byR
 			return auth.ErrForbidden
 		}
 	}
-	err = s.Store.RemoveMember(ctx, orgID, userID)
+	err = s.Store.RemoveMember(ctx, orgID, userID, by.ID)
 	if errors.Is(err, db.ErrLastOwner) {
 		return ErrLastOwner
 	}

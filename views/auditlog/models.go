@@ -61,6 +61,7 @@ type Detail struct{ Label, Value string }
 // action before its dot.
 var CategoryOptions = []ui.Option{
 	{Value: "", Label: "Everything"},
+	{Value: "member", Label: "Members"},
 	{Value: "source", Label: "Sources"},
 	{Value: "credential", Label: "Credentials"},
 	{Value: "api_key", Label: "API keys"},
