@@ -2,7 +2,9 @@ package db
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"strconv"
 	"time"
 
 	"github.com/jmoiron/sqlx"
@@ -78,11 +80,21 @@ func (s *Store) OrganizationOf(ctx context.Context, userID int64, slug string) (
 }
 
 // UpdateOrganization renames an organization and may change its slug.
-func (s *Store) UpdateOrganization(ctx context.Context, orgID int64, slug, name string) (Organization, error) {
+func (s *Store) UpdateOrganization(ctx context.Context, orgID int64, slug, name string, actorID int64) (Organization, error) {
 	var o Organization
-	err := s.db.GetContext(ctx, &o, `UPDATE organizations AS o SET slug = $2, name = $3, updated_at = now()
-		WHERE id = $1 RETURNING `+orgColumns, orgID, slug, name)
-	return o, translate(err)
+	err := s.InTx(ctx, func(tx *sqlx.Tx) error {
+		if err := tx.GetContext(ctx, &o, `UPDATE organizations AS o SET slug = $2, name = $3, updated_at = now()
+			WHERE id = $1 RETURNING `+orgColumns, orgID, slug, name); err != nil {
+			return translate(err)
+		}
+		details, _ := json.Marshal(map[string]string{"name": o.Name, "slug": o.Slug})
+		e := AuditEvent{OrgID: orgID, Action: "organization.updated", TargetType: "organization", TargetID: strconv.FormatInt(orgID, 10), Details: details}
+		if actorID != 0 {
+			e.ActorID = &actorID
+		}
+		return addAudit(ctx, tx, e)
+	})
+	return o, err
 }
 
 // Members lists an organization's members, owners first.

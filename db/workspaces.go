@@ -2,6 +2,8 @@ package db
 
 import (
 	"context"
+	"encoding/json"
+	"strconv"
 	"time"
 
 	"github.com/jmoiron/sqlx"
@@ -27,9 +29,31 @@ func CreateWorkspace(ctx context.Context, q sqlx.QueryerContext, orgID int64, sl
 	return w, translate(err)
 }
 
-// CreateWorkspace inserts a workspace outside a transaction.
-func (s *Store) CreateWorkspace(ctx context.Context, orgID int64, slug, name string) (Workspace, error) {
-	return CreateWorkspace(ctx, s.db, orgID, slug, name)
+// CreateWorkspace inserts a workspace and its workspace.created audit
+// event by actorID (0 for toolgate itself).
+func (s *Store) CreateWorkspace(ctx context.Context, orgID int64, slug, name string, actorID int64) (Workspace, error) {
+	var w Workspace
+	err := s.InTx(ctx, func(tx *sqlx.Tx) error {
+		var err error
+		if w, err = CreateWorkspace(ctx, tx, orgID, slug, name); err != nil {
+			return err
+		}
+		return addAudit(ctx, tx, workspaceAudit(w, &w.ID, actorID, "workspace.created"))
+	})
+	return w, err
+}
+
+// workspaceAudit is a workspace's audit event: its name and URL name. A
+// deleted workspace's event is the organization's (workspaceID nil), as
+// its events' workspace goes with it.
+func workspaceAudit(w Workspace, workspaceID *int64, actorID int64, action string) AuditEvent {
+	details, _ := json.Marshal(map[string]string{"name": w.Name, "slug": w.Slug})
+	e := AuditEvent{OrgID: w.OrgID, WorkspaceID: workspaceID, Action: action, TargetType: "workspace",
+		TargetID: strconv.FormatInt(w.ID, 10), Details: details}
+	if actorID != 0 {
+		e.ActorID = &actorID
+	}
+	return e
 }
 
 // Workspaces lists an organization's workspaces by name.
@@ -57,15 +81,25 @@ func (s *Store) WorkspaceSlugTaken(ctx context.Context, orgID int64, slug string
 }
 
 // UpdateWorkspace renames a workspace and may change its slug.
-func (s *Store) UpdateWorkspace(ctx context.Context, orgID, id int64, slug, name string) (Workspace, error) {
+func (s *Store) UpdateWorkspace(ctx context.Context, orgID, id int64, slug, name string, actorID int64) (Workspace, error) {
 	var w Workspace
-	err := s.db.GetContext(ctx, &w, `UPDATE workspaces SET slug = $3, name = $4, updated_at = now()
-		WHERE org_id = $1 AND id = $2 RETURNING `+workspaceColumns, orgID, id, slug, name)
-	return w, translate(err)
+	err := s.InTx(ctx, func(tx *sqlx.Tx) error {
+		if err := tx.GetContext(ctx, &w, `UPDATE workspaces SET slug = $3, name = $4, updated_at = now()
+			WHERE org_id = $1 AND id = $2 RETURNING `+workspaceColumns, orgID, id, slug, name); err != nil {
+			return translate(err)
+		}
+		return addAudit(ctx, tx, workspaceAudit(w, &w.ID, actorID, "workspace.updated"))
+	})
+	return w, err
 }
 
-// DeleteWorkspace removes a workspace.
-func (s *Store) DeleteWorkspace(ctx context.Context, orgID, id int64) error {
-	res, err := s.db.ExecContext(ctx, `DELETE FROM workspaces WHERE org_id = $1 AND id = $2`, orgID, id)
-	return oneRow(res, err)
+// DeleteWorkspace removes a workspace, and records who did (actorID).
+func (s *Store) DeleteWorkspace(ctx context.Context, orgID, id, actorID int64) error {
+	return s.InTx(ctx, func(tx *sqlx.Tx) error {
+		var w Workspace
+		if err := tx.GetContext(ctx, &w, `DELETE FROM workspaces WHERE org_id = $1 AND id = $2 RETURNING `+workspaceColumns, orgID, id); err != nil {
+			return translate(err)
+		}
+		return addAudit(ctx, tx, workspaceAudit(w, nil, actorID, "workspace.deleted"))
+	})
 }

@@ -29,7 +29,7 @@ const (
 )
 
 // auditCategories are the actions' prefixes a filter may name.
-var auditCategories = []string{"member", "source", "credential", "api_key", "policy", "approval", "approver"}
+var auditCategories = []string{"organization", "workspace", "member", "source", "credential", "api_key", "policy", "approval", "approver"}
 
 // auditFilter reads the filters the page and the API share: category,
 // workspace (an id of the organization's) and cursor.
@@ -112,6 +112,10 @@ func (s *Server) auditLogPage(c echo.Context) error {
 
 // auditActions name the actions in words, with their badge.
 var auditActions = map[string][2]string{
+	"organization.updated":      {"Organization renamed", ""},
+	"workspace.created":         {"Workspace added", "ok"},
+	"workspace.updated":         {"Workspace renamed", ""},
+	"workspace.deleted":         {"Workspace deleted", "danger"},
 	"member.invited":            {"Invitation sent", "ok"},
 	"member.invitation_revoked": {"Invitation revoked", "danger"},
 	"member.joined":             {"Member joined", "ok"},
@@ -186,6 +190,15 @@ func auditTarget(orgSlug string, e db.AuditEntry, details map[string]any) (strin
 			return "Source " + name, paths.WorkspaceSection(orgSlug, ws, "sources") + "/" + url.PathEscape(e.TargetID)
 		}
 		return "Source " + name, ""
+	case "organization":
+		name, _ := details["name"].(string)
+		return "Organization " + name, paths.OrgSettings(orgSlug)
+	case "workspace":
+		name, _ := details["name"].(string)
+		if ws != "" {
+			return "Workspace " + name, paths.Workspace(orgSlug, ws)
+		}
+		return "Workspace " + name, ""
 	case "invitation":
 		if email, ok := details["email"].(string); ok {
 			return "Invitation to " + email, ""

@@ -83,7 +83,7 @@ func TestAuditLogRecordsChangesAndDecisions(t *testing.T) {
 		actions = append(actions, e.Action)
 	}
 	want := "source.deleted,source.updated,policy.deleted,policy.updated,policy.moved,policy.created,policy.created,approver.added," +
-		"api_key.revoked,api_key.created,credential.created,source.created,source.created,source.created"
+		"api_key.revoked,api_key.created,credential.created,source.created,source.created,source.created,workspace.created"
 	if got := strings.Join(actions, ","); got != want {
 		t.Fatalf("events newest first:\n got %s\nwant %s", got, want)
 	}
@@ -156,7 +156,7 @@ func TestAuditLogRecordsChangesAndDecisions(t *testing.T) {
 		t.Fatalf("policy filter: %s", excerpt(filtered.body))
 	}
 	if bad := f.owner.do("GET", "/o/acme/audit?category=nope", nil, "", true); bad.status != http.StatusUnprocessableEntity ||
-		!strings.Contains(bad.body, "Choose one of member, source, credential") || strings.Contains(bad.body, "<html") {
+		!strings.Contains(bad.body, "Choose one of organization, workspace, member, source, credential") || strings.Contains(bad.body, "<html") {
 		t.Fatalf("bad filter: %d %s", bad.status, excerpt(bad.body))
 	}
 	for _, res := range []response{page, f.owner.api("GET", auditAPI, nil)} {
@@ -289,6 +289,48 @@ func TestAuditLogRecordsMembership(t *testing.T) {
 	for _, res := range []response{page, f.owner.api("GET", auditAPI, nil)} {
 		if strings.Contains(res.body, token) {
 			t.Fatal("the audit log shows an invitation's token")
+		}
+	}
+}
+
+// TestAuditLogRecordsWorkspacesAndTheOrganization: a workspace added,
+// renamed and deleted, and the organization renamed, each leave an event;
+// the deleted workspace's stays readable, by name, under the organization.
+func TestAuditLogRecordsWorkspacesAndTheOrganization(t *testing.T) {
+	f := newFixture(t)
+	res := f.admin.api("POST", "/api/v1/orgs/acme/workspaces", map[string]any{"name": "Staging", "slug": "staging"})
+	if res.status != http.StatusCreated {
+		t.Fatalf("create: %d %s", res.status, res.body)
+	}
+	var ws struct {
+		ID int64 `json:"id"`
+	}
+	res.json(t, &ws)
+	if res := f.admin.api("PATCH", "/api/v1/orgs/acme/workspaces/staging", map[string]any{"name": "Pre-production"}); res.status != http.StatusOK {
+		t.Fatalf("rename: %d %s", res.status, res.body)
+	}
+	if own := auditEvents(t, f.owner, fmt.Sprintf("?workspace=%d", ws.ID)); len(own.Items) != 2 {
+		t.Fatalf("the workspace's own events: %+v", own.Items)
+	}
+	if res := f.owner.api("DELETE", "/api/v1/orgs/acme/workspaces/staging", nil); res.status != http.StatusNoContent {
+		t.Fatalf("delete: %d %s", res.status, res.body)
+	}
+	if res := f.owner.api("PATCH", "/api/v1/orgs/acme", map[string]any{"name": "Acme Robotics"}); res.status != http.StatusOK {
+		t.Fatalf("rename organization: %d %s", res.status, res.body)
+	}
+	var got []string
+	for _, e := range append(auditEvents(t, f.owner, "?category=organization").Items, auditEvents(t, f.owner, "?category=workspace").Items...) {
+		got = append(got, fmt.Sprintf("%s %v %v", e.Action, e.Details["name"], e.WorkspaceID != nil))
+	}
+	// Deleting the workspace moved its events to the organization.
+	want := "organization.updated Acme Robotics false,workspace.deleted Pre-production false,workspace.updated Pre-production false,workspace.created Staging false"
+	if strings.Join(got, ",") != want {
+		t.Fatalf("events:\n got %s\nwant %s", strings.Join(got, ","), want)
+	}
+	page := f.owner.get("/o/acme/audit")
+	for _, s := range []string{"Organization renamed", "Organization Acme Robotics", "Workspace deleted", "Workspace Pre-production", "Workspace added"} {
+		if !strings.Contains(page.body, s) {
+			t.Errorf("page lacks %q", s)
 		}
 	}
 }

@@ -85,7 +85,7 @@ func (s *Server) renderOrgSettings(c echo.Context, status int, f orgs.NameForm) 
 
 func (s *Server) updateOrg(c echo.Context) error {
 	in := tenancy.NameInput{Name: c.FormValue("name"), Slug: c.FormValue("slug")}
-	org, err := s.tenancy.UpdateOrganization(c.Request().Context(), orgOf(c).ID, in)
+	org, err := s.tenancy.UpdateOrganization(c.Request().Context(), orgOf(c).ID, actorID(c), in)
 	f := orgs.NameForm{Name: in.Name, Slug: in.Slug}
 	if errors.As(err, &f.Errors) {
 		return s.renderOrgSettings(c, http.StatusUnprocessableEntity, f)
@@ -168,7 +168,7 @@ func (s *Server) apiUpdateOrg(c echo.Context) error {
 	if body.Slug != nil {
 		in.Slug = *body.Slug
 	}
-	org, err := s.tenancy.UpdateOrganization(c.Request().Context(), o.ID, in)
+	org, err := s.tenancy.UpdateOrganization(c.Request().Context(), o.ID, actorID(c), in)
 	if err != nil {
 		return err
 	}

@@ -47,7 +47,7 @@ func (s *Server) renderNewWorkspace(c echo.Context, status int, f workspaces.For
 func (s *Server) createWorkspace(c echo.Context) error {
 	org := orgOf(c)
 	in := tenancy.NameInput{Name: c.FormValue("name"), Slug: c.FormValue("slug")}
-	w, err := s.tenancy.CreateWorkspace(c.Request().Context(), org.ID, in)
+	w, err := s.tenancy.CreateWorkspace(c.Request().Context(), org.ID, actorID(c), in)
 	f := workspaces.Form{Name: in.Name, Slug: in.Slug}
 	if errors.As(err, &f.Errors) {
 		return s.renderNewWorkspace(c, http.StatusUnprocessableEntity, f)
@@ -106,7 +106,7 @@ func (s *Server) renderWorkspaceSettings(c echo.Context, status int, f workspace
 func (s *Server) updateWorkspace(c echo.Context) error {
 	org, cur := orgOf(c), workspaceOf(c)
 	in := tenancy.NameInput{Name: c.FormValue("name"), Slug: c.FormValue("slug")}
-	w, err := s.tenancy.UpdateWorkspace(c.Request().Context(), org.ID, cur.ID, in)
+	w, err := s.tenancy.UpdateWorkspace(c.Request().Context(), org.ID, actorID(c), cur.ID, in)
 	f := workspaces.Form{Name: in.Name, Slug: in.Slug}
 	if errors.As(err, &f.Errors) {
 		return s.renderWorkspaceSettings(c, http.StatusUnprocessableEntity, f, workspaces.DeleteForm{}, approverInput{})
@@ -120,7 +120,7 @@ func (s *Server) updateWorkspace(c echo.Context) error {
 func (s *Server) deleteWorkspace(c echo.Context) error {
 	org, w := orgOf(c), workspaceOf(c)
 	in := tenancy.DeleteWorkspaceInput{Confirm: c.FormValue("confirm")}
-	err := s.tenancy.DeleteWorkspace(c.Request().Context(), w, in)
+	err := s.tenancy.DeleteWorkspace(c.Request().Context(), w, actorID(c), in)
 	var problems validation.Errors
 	if errors.As(err, &problems) {
 		del := workspaces.DeleteForm{Confirm: in.Confirm, Error: problems["confirm"]}
@@ -163,7 +163,7 @@ func (s *Server) apiCreateWorkspace(c echo.Context) error {
 	if err := decodeJSON(c, &in); err != nil {
 		return err
 	}
-	w, err := s.tenancy.CreateWorkspace(c.Request().Context(), orgOf(c).ID, in)
+	w, err := s.tenancy.CreateWorkspace(c.Request().Context(), orgOf(c).ID, actorID(c), in)
 	if err != nil {
 		return err
 	}
@@ -190,7 +190,7 @@ func (s *Server) apiUpdateWorkspace(c echo.Context) error {
 	if body.Slug != nil {
 		in.Slug = *body.Slug
 	}
-	w, err := s.tenancy.UpdateWorkspace(c.Request().Context(), orgOf(c).ID, cur.ID, in)
+	w, err := s.tenancy.UpdateWorkspace(c.Request().Context(), orgOf(c).ID, actorID(c), cur.ID, in)
 	if err != nil {
 		return err
 	}
@@ -199,7 +199,7 @@ func (s *Server) apiUpdateWorkspace(c echo.Context) error {
 
 func (s *Server) apiDeleteWorkspace(c echo.Context) error {
 	w := workspaceOf(c)
-	if err := s.store.DeleteWorkspace(c.Request().Context(), w.OrgID, w.ID); err != nil {
+	if err := s.store.DeleteWorkspace(c.Request().Context(), w.OrgID, w.ID, actorID(c)); err != nil {
 		return err
 	}
 	return c.NoContent(http.StatusNoContent)

@@ -268,7 +268,7 @@ func newApprovalPlace(t *testing.T, store *db.Store, upstreamURL string) approva
 		t.Fatal(err)
 	}
 	p := approvalPlace{org: *org}
-	if p.ws, err = store.CreateWorkspace(ctx, org.ID, "ops", "Ops"); err != nil {
+	if p.ws, err = store.CreateWorkspace(ctx, org.ID, "ops", "Ops", 0); err != nil {
 		t.Fatal(err)
 	}
 	if _, p.key, err = ten.CreateAPIKey(ctx, p.ws, member, auth.Member, tenancy.APIKeyInput{Name: "deploy agent"}); err != nil {

@@ -263,7 +263,7 @@ func TestLookupCacheWorkspaceDeleted(t *testing.T) {
 		r.outcome(t, api, c, "items.whoami")
 		r.cached(t, api, c, "items.whoami", "key=")
 	}
-	if err := e.store.DeleteWorkspace(t.Context(), e.a.org.ID, e.a.ws2.ID); err != nil {
+	if err := e.store.DeleteWorkspace(t.Context(), e.a.org.ID, e.a.ws2.ID, 0); err != nil {
 		t.Fatal(err)
 	}
 	for _, r := range replicas {

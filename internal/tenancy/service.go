@@ -161,11 +161,11 @@ func (s *Service) freeOrgSlug(ctx context.Context, base string) (string, error) 
 }
 
 // UpdateOrganization renames an organization and may change its slug.
-func (s *Service) UpdateOrganization(ctx context.Context, orgID int64, in NameInput) (db.Organization, error) {
+func (s *Service) UpdateOrganization(ctx context.Context, orgID, actorID int64, in NameInput) (db.Organization, error) {
 	if problems := in.Validate(true); len(problems) > 0 {
 		return db.Organization{}, problems
 	}
-	org, err := s.Store.UpdateOrganization(ctx, orgID, in.Slug, in.Name)
+	org, err := s.Store.UpdateOrganization(ctx, orgID, in.Slug, in.Name, actorID)
 	if errors.Is(err, db.ErrConflict) {
 		return db.Organization{}, validation.Field("slug", "This URL name is taken; choose another.")
 	}
@@ -173,23 +173,23 @@ func (s *Service) UpdateOrganization(ctx context.Context, orgID int64, in NameIn
 }
 
 // CreateWorkspace adds a workspace to an organization.
-func (s *Service) CreateWorkspace(ctx context.Context, orgID int64, in NameInput) (db.Workspace, error) {
+func (s *Service) CreateWorkspace(ctx context.Context, orgID, actorID int64, in NameInput) (db.Workspace, error) {
 	if problems := in.Validate(false); len(problems) > 0 {
 		return db.Workspace{}, problems
 	}
 	if in.Slug == "" {
 		in.Slug = validation.Slugify(in.Name)
 	}
-	ws, err := s.Store.CreateWorkspace(ctx, orgID, in.Slug, in.Name)
+	ws, err := s.Store.CreateWorkspace(ctx, orgID, in.Slug, in.Name, actorID)
 	return ws, workspaceConflict(err)
 }
 
 // UpdateWorkspace renames a workspace and may change its slug.
-func (s *Service) UpdateWorkspace(ctx context.Context, orgID, id int64, in NameInput) (db.Workspace, error) {
+func (s *Service) UpdateWorkspace(ctx context.Context, orgID, actorID, id int64, in NameInput) (db.Workspace, error) {
 	if problems := in.Validate(true); len(problems) > 0 {
 		return db.Workspace{}, problems
 	}
-	ws, err := s.Store.UpdateWorkspace(ctx, orgID, id, in.Slug, in.Name)
+	ws, err := s.Store.UpdateWorkspace(ctx, orgID, id, in.Slug, in.Name, actorID)
 	return ws, workspaceConflict(err)
 }
 
@@ -204,11 +204,11 @@ func workspaceConflict(err error) error {
 }
 
 // DeleteWorkspace deletes a workspace once its slug has been typed back.
-func (s *Service) DeleteWorkspace(ctx context.Context, ws db.Workspace, in DeleteWorkspaceInput) error {
+func (s *Service) DeleteWorkspace(ctx context.Context, ws db.Workspace, actorID int64, in DeleteWorkspaceInput) error {
 	if strings.TrimSpace(in.Confirm) != ws.Slug {
 		return validation.Field("confirm", "Type "+ws.Slug+" to confirm.")
 	}
-	return s.Store.DeleteWorkspace(ctx, ws.OrgID, ws.ID)
+	return s.Store.DeleteWorkspace(ctx, ws.OrgID, ws.ID, actorID)
 }
 
 // Invite creates an invitation and returns it with its one-time token. Only

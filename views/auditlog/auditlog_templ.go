@@ -47,7 +47,7 @@ func List(p Page) templ.Component {
 				}()
 			}
 			ctx = templ.InitializeContext(ctx)
-			templ_7745c5c3_Err = ui.PageHead("Audit log", "Who changed this organization's members, sources, credentials, API keys and policies, and who decided its approvals. Secrets never appear here. Times are UTC.").Render(ctx, templ_7745c5c3_Buffer)
+			templ_7745c5c3_Err = ui.PageHead("Audit log", "Who changed this organization, its workspaces, members, sources, credentials, API keys and policies, and who decided its approvals. Secrets never appear here. Times are UTC.").Render(ctx, templ_7745c5c3_Buffer)
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}

@@ -61,6 +61,8 @@ type Detail struct{ Label, Value string }
 // action before its dot.
 var CategoryOptions = []ui.Option{
 	{Value: "", Label: "Everything"},
+	{Value: "organization", Label: "Organization settings"},
+	{Value: "workspace", Label: "Workspaces"},
 	{Value: "member", Label: "Members"},
 	{Value: "source", Label: "Sources"},
 	{Value: "credential", Label: "Credentials"},

@@ -456,7 +456,7 @@ func TestRecorderCaps(t *testing.T) {
 func TestRecorderSkipsDeletedWorkspaces(t *testing.T) {
 	tn := newTenant(t)
 	ctx := context.Background()
-	other, err := tn.store.CreateWorkspace(ctx, tn.org, "other", "Other")
+	other, err := tn.store.CreateWorkspace(ctx, tn.org, "other", "Other", 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -470,7 +470,7 @@ func TestRecorderSkipsDeletedWorkspaces(t *testing.T) {
 	r.Record(tn.call(1))
 	wrongKey := tn.call(2)
 	wrongKey.WorkspaceID, wrongKey.Tool = tn.ws, "wrong.key"
-	foreign, err := tn.store.CreateWorkspace(ctx, tn.org, "foreign", "Foreign")
+	foreign, err := tn.store.CreateWorkspace(ctx, tn.org, "foreign", "Foreign", 0)
 	if err != nil {
 		t.Fatal(err)
 	}
