@@ -2,7 +2,6 @@ package db
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"strconv"
 	"sync"
@@ -84,14 +83,8 @@ func (s *Store) CreateAPIKey(ctx context.Context, in NewAPIKey) (APIKey, error) 
 // apiKeyAudit is a key's audit event: its name, prefix, mode, owner's
 // email and expiry, never its hash.
 func apiKeyAudit(k APIKey, actorID int64, action string) AuditEvent {
-	details, _ := json.Marshal(map[string]any{"name": k.Name, "prefix": k.Prefix, "mode": k.Mode,
-		"owner": k.OwnerEmail, "expires_at": k.ExpiresAt})
-	e := AuditEvent{OrgID: k.OrgID, WorkspaceID: &k.WorkspaceID, Action: action, TargetType: "api_key",
-		TargetID: strconv.FormatInt(k.ID, 10), Details: details}
-	if actorID != 0 {
-		e.ActorID = &actorID
-	}
-	return e
+	return auditEvent(k.OrgID, &k.WorkspaceID, actorID, action, "api_key", strconv.FormatInt(k.ID, 10), map[string]any{
+		"name": k.Name, "prefix": k.Prefix, "mode": k.Mode, "owner": k.OwnerEmail, "expires_at": k.ExpiresAt})
 }
 
 // APIKeys lists a workspace's keys that are not revoked, newest first.

@@ -2,7 +2,6 @@ package db
 
 import (
 	"context"
-	"encoding/json"
 	"strconv"
 	"time"
 
@@ -78,13 +77,7 @@ func (s *Store) RemoveApprover(ctx context.Context, orgID, workspaceID, userID, 
 }
 
 func approverAudit(orgID, workspaceID, userID, actorID int64, action string) AuditEvent {
-	details, _ := json.Marshal(map[string]int64{"user_id": userID})
-	e := AuditEvent{OrgID: orgID, WorkspaceID: &workspaceID, Action: action, TargetType: "user",
-		TargetID: strconv.FormatInt(userID, 10), Details: details}
-	if actorID != 0 {
-		e.ActorID = &actorID
-	}
-	return e
+	return auditEvent(orgID, &workspaceID, actorID, action, "user", strconv.FormatInt(userID, 10), map[string]int64{"user_id": userID})
 }
 
 // ApprovalRule is the policy rule that held a request, as its card names

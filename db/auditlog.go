@@ -30,6 +30,17 @@ type AuditEntry struct {
 	CreatedAt   time.Time       `db:"created_at"`
 }
 
+// auditEvent builds the event of a change: its details as JSON, and no
+// actor for actorID 0 (toolgate itself).
+func auditEvent(orgID int64, workspaceID *int64, actorID int64, action, targetType, targetID string, details any) AuditEvent {
+	raw, _ := json.Marshal(details)
+	e := AuditEvent{OrgID: orgID, WorkspaceID: workspaceID, Action: action, TargetType: targetType, TargetID: targetID, Details: raw}
+	if actorID != 0 {
+		e.ActorID = &actorID
+	}
+	return e
+}
+
 // AuditFilter narrows an organization's events.
 type AuditFilter struct {
 	// Category is an action's prefix before its dot (credential, api_key,

@@ -2,7 +2,6 @@ package db
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"strconv"
 	"time"
@@ -115,10 +114,5 @@ func AcceptInvitation(ctx context.Context, tx *sqlx.Tx, inv Invitation, userID i
 
 // memberAudit is a membership's audit event: who, and with which role.
 func memberAudit(orgID, actorID int64, action, targetType string, targetID int64, details map[string]any) AuditEvent {
-	raw, _ := json.Marshal(details)
-	e := AuditEvent{OrgID: orgID, Action: action, TargetType: targetType, TargetID: strconv.FormatInt(targetID, 10), Details: raw}
-	if actorID != 0 {
-		e.ActorID = &actorID
-	}
-	return e
+	return auditEvent(orgID, nil, actorID, action, targetType, strconv.FormatInt(targetID, 10), details)
 }

@@ -2,7 +2,6 @@ package db
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"strconv"
 	"time"
@@ -87,12 +86,8 @@ func (s *Store) UpdateOrganization(ctx context.Context, orgID int64, slug, name 
 			WHERE id = $1 RETURNING `+orgColumns, orgID, slug, name); err != nil {
 			return translate(err)
 		}
-		details, _ := json.Marshal(map[string]string{"name": o.Name, "slug": o.Slug})
-		e := AuditEvent{OrgID: orgID, Action: "organization.updated", TargetType: "organization", TargetID: strconv.FormatInt(orgID, 10), Details: details}
-		if actorID != 0 {
-			e.ActorID = &actorID
-		}
-		return addAudit(ctx, tx, e)
+		return addAudit(ctx, tx, auditEvent(orgID, nil, actorID, "organization.updated", "organization", strconv.FormatInt(orgID, 10),
+			map[string]string{"name": o.Name, "slug": o.Slug}))
 	})
 	return o, err
 }

@@ -3,7 +3,6 @@ package db
 import (
 	"context"
 	"database/sql"
-	"encoding/json"
 	"strconv"
 	"time"
 
@@ -186,14 +185,9 @@ func (s *Store) CreatePolicy(ctx context.Context, orgID int64, workspaceID *int6
 // for whom. A condition is only said to be there: its text may compare
 // arguments with values nobody should find in the audit.
 func policyAudit(p Policy, actorID int64, action string) AuditEvent {
-	details, _ := json.Marshal(map[string]any{"position": p.Position, "effect": p.Effect, "target_type": p.TargetType,
-		"selector_type": p.SelectorType, "selector": p.Selector, "condition": p.Condition != "", "enabled": p.Enabled})
-	e := AuditEvent{OrgID: p.OrgID, WorkspaceID: p.WorkspaceID, Action: action, TargetType: "policy",
-		TargetID: strconv.FormatInt(p.ID, 10), Details: details}
-	if actorID != 0 {
-		e.ActorID = &actorID
-	}
-	return e
+	return auditEvent(p.OrgID, p.WorkspaceID, actorID, action, "policy", strconv.FormatInt(p.ID, 10), map[string]any{
+		"position": p.Position, "effect": p.Effect, "target_type": p.TargetType, "selector_type": p.SelectorType,
+		"selector": p.Selector, "condition": p.Condition != "", "enabled": p.Enabled})
 }
 
 // UpdatePolicy rewrites a rule's fields; its position stays.

@@ -556,10 +556,6 @@ func DeleteSourceTx(ctx context.Context, tx pgx.Tx, orgID int64, id string, acto
 // whether it is on, never its configuration (URLs and headers may carry
 // what only its credential should).
 func sourceAudit(orgID int64, workspaceID *int64, id, name, typ, scope string, enabled bool, actorID int64, action string) AuditEvent {
-	details, _ := json.Marshal(map[string]any{"name": name, "type": typ, "scope": scope, "enabled": enabled})
-	e := AuditEvent{OrgID: orgID, WorkspaceID: workspaceID, Action: action, TargetType: "source", TargetID: id, Details: details}
-	if actorID != 0 {
-		e.ActorID = &actorID
-	}
-	return e
+	return auditEvent(orgID, workspaceID, actorID, action, "source", id,
+		map[string]any{"name": name, "type": typ, "scope": scope, "enabled": enabled})
 }

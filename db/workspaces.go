@@ -2,7 +2,6 @@ package db
 
 import (
 	"context"
-	"encoding/json"
 	"strconv"
 	"time"
 
@@ -47,13 +46,8 @@ func (s *Store) CreateWorkspace(ctx context.Context, orgID int64, slug, name str
 // deleted workspace's event is the organization's (workspaceID nil), as
 // its events' workspace goes with it.
 func workspaceAudit(w Workspace, workspaceID *int64, actorID int64, action string) AuditEvent {
-	details, _ := json.Marshal(map[string]string{"name": w.Name, "slug": w.Slug})
-	e := AuditEvent{OrgID: w.OrgID, WorkspaceID: workspaceID, Action: action, TargetType: "workspace",
-		TargetID: strconv.FormatInt(w.ID, 10), Details: details}
-	if actorID != 0 {
-		e.ActorID = &actorID
-	}
-	return e
+	return auditEvent(w.OrgID, workspaceID, actorID, action, "workspace", strconv.FormatInt(w.ID, 10),
+		map[string]string{"name": w.Name, "slug": w.Slug})
 }
 
 // Workspaces lists an organization's workspaces by name.

@@ -3,10 +3,10 @@ package handlers
 import (
 	"encoding/base64"
 	"encoding/json"
+	"maps"
 	"net/http"
 	"net/url"
 	"slices"
-	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -155,7 +155,7 @@ func auditRow(orgSlug string, e db.AuditEntry) auditlog.Row {
 	details := map[string]any{}
 	_ = json.Unmarshal(e.Details, &details)
 	r.Target, r.TargetURL = auditTarget(orgSlug, e, details)
-	for _, k := range sortedKeys(details) {
+	for _, k := range slices.Sorted(maps.Keys(details)) {
 		if v := detailValue(details[k]); v != "" {
 			r.Details = append(r.Details, auditlog.Detail{Label: strings.ReplaceAll(k, "_", " "), Value: v})
 		}
@@ -233,15 +233,6 @@ func auditTarget(orgSlug string, e db.AuditEntry, details map[string]any) (strin
 		return "User " + e.TargetID, ""
 	}
 	return e.TargetType + " " + e.TargetID, ""
-}
-
-func sortedKeys(m map[string]any) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }
 
 // detailValue shows a detail's value in a few words; empty for none.
