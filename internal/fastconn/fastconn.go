@@ -241,6 +241,7 @@ type loopConn struct {
 	raw        []byte // the head of the request being served, as it came
 	body       []byte // its body
 	out        []byte // the answer being written
+	target     target // the last request's
 	idle       bool   // waiting for a request; guarded by Server.mu
 }
 
@@ -345,7 +346,7 @@ func (s *Server) readRequest(c *loopConn, start time.Time) (r *http.Request, ok 
 	head, _ := c.br.Peek(n)
 	c.raw = append(c.raw, head...)
 	_, _ = c.br.Discard(n)
-	r, ok = parseHead(c.raw, s.opts.MaxBody)
+	r, ok = parseHead(c.raw, s.opts.MaxBody, &c.target)
 	if !ok || r.URL.Path != s.opts.Path {
 		return nil, false, nil
 	}

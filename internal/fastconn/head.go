@@ -21,7 +21,10 @@ import (
 // net/http's server would, field for field, with a few allocations instead
 // of net/http's two dozen. Anything else is false, and goes to net/http,
 // which parses it itself and answers what it must.
-func parseHead(head []byte, maxBody int64) (*http.Request, bool) {
+//
+// last holds the target parsed for the connection's previous request: a
+// client sends the same one each time, so it is parsed once.
+func parseHead(head []byte, maxBody int64, last *target) (*http.Request, bool) {
 	s := string(head) // one allocation; the names and values are slices of it
 	line, rest, _ := strings.Cut(s, "\r\n")
 	target, ok := strings.CutPrefix(line, "POST ")
@@ -32,8 +35,8 @@ func parseHead(head []byte, maxBody int64) (*http.Request, bool) {
 	if !ok || !strings.HasPrefix(target, "/") || strings.ContainsAny(target, " \t") {
 		return nil, false
 	}
-	u, err := url.ParseRequestURI(target)
-	if err != nil {
+	u, ok := last.url(target)
+	if !ok {
 		return nil, false
 	}
 	fields := strings.Count(rest, "\r\n") - 1 // the blank line ends the head
@@ -81,4 +84,27 @@ func parseHead(head []byte, maxBody int64) (*http.Request, bool) {
 		return nil, false
 	}
 	return r, true
+}
+
+// target is a request target and its URL, as parsed.
+type target struct {
+	raw    string
+	parsed url.URL
+}
+
+// url returns raw parsed, a URL of the request's own.
+func (t *target) url(raw string) (*url.URL, bool) {
+	if t != nil && t.raw == raw && raw != "" {
+		u := new(url.URL)
+		*u = t.parsed
+		return u, true
+	}
+	u, err := url.ParseRequestURI(raw)
+	if err != nil {
+		return nil, false
+	}
+	if t != nil {
+		t.raw, t.parsed = raw, *u
+	}
+	return u, true
 }

@@ -29,7 +29,7 @@ const testMaxBody = 1 << 20
 
 func TestParseHeadTakesWhatClientsSend(t *testing.T) {
 	for name, head := range clientHeads {
-		got, ok := parseHead([]byte(head), testMaxBody)
+		got, ok := parseHead([]byte(head), testMaxBody, nil)
 		if !ok {
 			t.Fatalf("%s: declined", name)
 		}
@@ -38,6 +38,31 @@ func TestParseHeadTakesWhatClientsSend(t *testing.T) {
 			t.Fatalf("%s: net/http's server would not take it", name)
 		}
 		sameRequest(t, name, got, want)
+	}
+}
+
+// A connection's requests reuse its last parsed target, each with a URL
+// of its own: a handler that changes one request's URL changes no other.
+func TestParseHeadReusesTheLastTarget(t *testing.T) {
+	var last target
+	head := func(target string) []byte {
+		return []byte("POST " + target + " HTTP/1.1\r\nHost: a\r\nContent-Length: 2\r\n\r\n")
+	}
+	first, ok := parseHead(head("/mcp?mode=direct"), testMaxBody, &last)
+	if !ok {
+		t.Fatal("first head not taken")
+	}
+	first.URL.RawQuery = "changed"
+	second, ok := parseHead(head("/mcp?mode=direct"), testMaxBody, &last)
+	if !ok || second.URL == first.URL || second.URL.Path != "/mcp" || second.URL.RawQuery != "mode=direct" {
+		t.Fatalf("second URL %+v, first %p", second.URL, first.URL)
+	}
+	third, ok := parseHead(head("/other"), testMaxBody, &last)
+	if !ok || third.URL.Path != "/other" || third.URL.RawQuery != "" {
+		t.Fatalf("a new target: URL %+v", third.URL)
+	}
+	if _, ok := parseHead(head("/%zz"), testMaxBody, &last); ok {
+		t.Fatal("a target that does not parse was taken")
 	}
 }
 
@@ -68,7 +93,7 @@ func TestParseHeadDeclines(t *testing.T) {
 		"control in a value":     base + "X-A: a\x01b\r\n\r\n",
 		"bad name":               base + "X(A): b\r\n\r\n",
 	} {
-		if _, ok := parseHead([]byte(head), testMaxBody); ok {
+		if _, ok := parseHead([]byte(head), testMaxBody, nil); ok {
 			t.Errorf("%s: taken", name)
 		}
 	}
@@ -79,6 +104,7 @@ func TestParseHeadDeclines(t *testing.T) {
 // request.
 func TestParseHeadAgreesWithNetHTTP(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
+	var last target
 	alphabet := []byte(" \t:\r\n,;=+-0aAzZ\x00\x01\x7f\x80\xff/?#%\"")
 	var bases [][]byte
 	for _, h := range clientHeads {
@@ -109,7 +135,7 @@ func TestParseHeadAgreesWithNetHTTP(t *testing.T) {
 			continue // the loop leaves it to net/http unparsed
 		}
 		head = head[:n]
-		got, ok := parseHead(head, testMaxBody)
+		got, ok := parseHead(head, testMaxBody, &last) // one connection's: the last target is kept
 		if !ok {
 			continue
 		}
@@ -171,7 +197,7 @@ func BenchmarkParseHead(b *testing.B) {
 	b.Run("parseHead", func(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
-			if _, ok := parseHead(head, testMaxBody); !ok {
+			if _, ok := parseHead(head, testMaxBody, nil); !ok {
 				b.Fatal("declined")
 			}
 		}
