@@ -13,18 +13,24 @@ import (
 	"sync"
 	"syscall"
 	"time"
+	"unsafe"
 )
 
 // conn is one connection to an origin, used by one exchange at a time.
 type conn struct {
-	t        *Transport
-	key      string
-	nc       net.Conn // TCP, or TLS over it
-	raw      net.Conn // the TCP connection
-	br       *bufio.Reader
-	bw       *bufio.Writer
-	out      *countingWriter // beneath bw: what reached the socket
-	lastUsed time.Time
+	t   *Transport
+	key originKey
+	nc  net.Conn        // TCP, or TLS over it
+	raw syscall.RawConn // the TCP connection's descriptor; nil when it has none
+	// What idle's peek at raw found.
+	peekFn    func(fd uintptr)
+	peekBuf   [1]byte
+	peekErrno syscall.Errno
+	peeked    bool
+	br        *bufio.Reader
+	bw        *bufio.Writer
+	out       *countingWriter // beneath bw: what reached the socket
+	lastUsed  time.Time
 	// stale is set when the server closed the connection before answering
 	// the last request, and that request may be sent again elsewhere:
 	// none of it reached the server, or it is replayable.
@@ -85,7 +91,7 @@ func (c *conn) exchange(req *http.Request) (*http.Response, error) {
 	}
 	reuse := !resp.Close && !req.Close
 	if resp.Body == http.NoBody {
-		c.finish(stop, reuse)
+		c.finish(stop(), reuse)
 		return resp, nil
 	}
 	resp.Body = &body{rc: resp.Body, c: c, ctx: ctx, stop: stop, reusable: reuse}
@@ -121,12 +127,12 @@ func (g *gunzip) Read(p []byte) (int, error) {
 
 func (g *gunzip) Close() error { return g.body.Close() }
 
-// finish ends an exchange: stop detaches the request's context, and the
-// connection goes back to the transport when reuse is set, the context
-// did not end first (its interrupt closed c), and nothing more has come
-// (a server that sends more than it was asked for is out of step).
-func (c *conn) finish(stop func() bool, reuse bool) {
-	if stop() && reuse && c.br.Buffered() == 0 {
+// finish ends an exchange: the connection goes back to the transport when
+// reuse is set, the request's context did not end first (detached is
+// false when its interrupt closed c), and nothing more has come (a server
+// that sends more than it was asked for is out of step).
+func (c *conn) finish(detached, reuse bool) {
+	if detached && reuse && c.br.Buffered() == 0 {
 		c.t.put(c)
 		return
 	}
@@ -177,28 +183,25 @@ func (c *conn) idle() bool {
 	if c.br.Buffered() > 0 {
 		return false
 	}
-	sc, ok := c.raw.(syscall.Conn)
-	if !ok {
+	if c.raw == nil {
 		return true
 	}
-	rc, err := sc.SyscallConn()
-	if err != nil {
-		return false
-	}
-	var (
-		buf    [1]byte
-		rerr   error
-		peeked bool
-	)
-	if err := rc.Control(func(fd uintptr) {
-		_, _, rerr = syscall.Recvfrom(int(fd), buf[:], syscall.MSG_PEEK|syscall.MSG_DONTWAIT)
-		peeked = true
-	}); err != nil || !peeked {
+	c.peeked = false
+	if err := c.raw.Control(c.peekFn); err != nil || !c.peeked {
 		return false
 	}
 	// Nothing to read, not even an end: alive. A byte, an end (0 bytes,
 	// no error) or an error (a reset): not.
-	return errors.Is(rerr, syscall.EAGAIN) || errors.Is(rerr, syscall.EWOULDBLOCK)
+	return c.peekErrno == syscall.EAGAIN || c.peekErrno == syscall.EWOULDBLOCK
+}
+
+// peek looks at the socket fd for a byte without waiting or taking it.
+// It is c.peekFn, made once per connection: a closure made on each call
+// would cost allocations on every reuse, and so would syscall.Recvfrom's
+// address buffer, which a connected socket does not fill.
+func (c *conn) peek(fd uintptr) {
+	_, _, c.peekErrno = syscall.RawSyscall6(syscall.SYS_RECVFROM, fd, uintptr(unsafe.Pointer(&c.peekBuf[0])), 1, syscall.MSG_PEEK|syscall.MSG_DONTWAIT, 0, 0)
+	c.peeked = true
 }
 
 // replayable reports whether req may be sent twice, as net/http decides:
@@ -232,9 +235,10 @@ type body struct {
 	stop     func() bool     // detaches ctx from c
 	reusable bool            // the server keeps the connection open
 
-	mu   sync.Mutex
-	done bool
-	err  error // what Read returns once done
+	mu       sync.Mutex
+	done     bool
+	detached bool  // stop has run and found ctx alive; see Detach
+	err      error // what Read returns once done
 }
 
 func (b *body) Read(p []byte) (int, error) {
@@ -250,7 +254,10 @@ func (b *body) Read(p []byte) (int, error) {
 	case err == io.EOF:
 		b.end(true, io.EOF)
 	case err != nil:
-		if b.ctx.Err() != nil {
+		b.mu.Lock()
+		detached := b.detached
+		b.mu.Unlock()
+		if !detached && b.ctx.Err() != nil {
 			err = cause(b.ctx)
 		}
 		b.end(false, err)
@@ -265,6 +272,20 @@ func (b *body) Close() error {
 	return nil
 }
 
+// detach unties b from its request's context; see [Detach].
+func (b *body) detach() bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.done {
+		return false
+	}
+	if !b.detached {
+		// false: the context has ended, and its interrupt is closing c.
+		b.detached = b.stop()
+	}
+	return b.detached
+}
+
 // end finishes the exchange once; later reads return err.
 func (b *body) end(clean bool, err error) {
 	b.mu.Lock()
@@ -273,6 +294,25 @@ func (b *body) end(clean bool, err error) {
 		return
 	}
 	b.done, b.err = true, err
+	detached := b.detached
 	b.mu.Unlock()
-	b.c.finish(b.stop, clean && b.reusable)
+	b.c.finish(detached || b.stop(), clean && b.reusable)
+}
+
+// Detach unties a response body of this transport from its request's
+// context, so that the body can be read to its end after the context has
+// ended and its connection still serve the next request. Reading it then
+// waits as long as the server takes: the caller bounds it, by closing the
+// body when it has waited enough, which closes the connection too. Detach
+// reports false for a body that has ended, whose context ended first, or
+// that is not one of this transport's (net/http's own transport, which
+// this one hands some requests to, has no such thing).
+func Detach(rc io.ReadCloser) bool {
+	switch b := rc.(type) {
+	case *body:
+		return b.detach()
+	case *gunzip:
+		return Detach(b.body)
+	}
+	return false
 }

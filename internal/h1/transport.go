@@ -28,6 +28,7 @@ import (
 	"net"
 	"net/http"
 	"sync"
+	"syscall"
 	"time"
 
 	"golang.org/x/net/http/httpguts"
@@ -54,13 +55,13 @@ type Transport struct {
 	idleTimeout time.Duration
 
 	mu    sync.Mutex
-	idle  map[string][]*conn // by origin, most recently used last
-	sweep *time.Timer        // closes connections idle too long; nil when none waits
+	idle  map[originKey][]*conn // most recently used last
+	sweep *time.Timer           // closes connections idle too long; nil when none waits
 }
 
 // New returns a transport that dials, and falls back, through base.
 func New(base *http.Transport) *Transport {
-	t := &Transport{base: base, maxIdle: base.MaxIdleConnsPerHost, idleTimeout: base.IdleConnTimeout, idle: map[string][]*conn{}}
+	t := &Transport{base: base, maxIdle: base.MaxIdleConnsPerHost, idleTimeout: base.IdleConnTimeout, idle: map[originKey][]*conn{}}
 	if t.maxIdle <= 0 {
 		t.maxIdle = defaultMaxIdlePerHost
 	}
@@ -80,7 +81,7 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if !t.takes(req) {
 		return t.base.RoundTrip(req)
 	}
-	key := origin(req)
+	key := originKey{req.URL.Scheme, req.URL.Host}
 	c, reused, err := t.get(req.Context(), key, req)
 	if err != nil {
 		closeBody(req)
@@ -111,7 +112,7 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 func (t *Transport) CloseIdleConnections() {
 	t.mu.Lock()
 	idle := t.idle
-	t.idle = map[string][]*conn{}
+	t.idle = map[originKey][]*conn{}
 	if t.sweep != nil {
 		t.sweep.Stop()
 		t.sweep = nil
@@ -162,7 +163,7 @@ func (t *Transport) takes(req *http.Request) bool {
 }
 
 // get returns an idle connection to key, or a new one.
-func (t *Transport) get(ctx context.Context, key string, req *http.Request) (c *conn, reused bool, err error) {
+func (t *Transport) get(ctx context.Context, key originKey, req *http.Request) (c *conn, reused bool, err error) {
 	now := time.Now()
 	for {
 		t.mu.Lock()
@@ -186,7 +187,7 @@ func (t *Transport) get(ctx context.Context, key string, req *http.Request) (c *
 }
 
 // dialConn connects to req's origin, through TLS for https.
-func (t *Transport) dialConn(ctx context.Context, key string, req *http.Request) (*conn, error) {
+func (t *Transport) dialConn(ctx context.Context, key originKey, req *http.Request) (*conn, error) {
 	addr := hostPort(req)
 	raw, err := t.dial(ctx, "tcp", addr)
 	if err != nil {
@@ -198,7 +199,11 @@ func (t *Transport) dialConn(ctx context.Context, key string, req *http.Request)
 			return nil, err
 		}
 	}
-	c := &conn{t: t, key: key, nc: nc, raw: raw, br: bufio.NewReaderSize(nc, 8<<10)}
+	c := &conn{t: t, key: key, nc: nc, br: bufio.NewReaderSize(nc, 8<<10)}
+	if sc, ok := raw.(syscall.Conn); ok {
+		c.raw, _ = sc.SyscallConn() // nil when it has none: idle then trusts the connection
+		c.peekFn = c.peek
+	}
 	c.out = &countingWriter{w: nc}
 	c.bw = bufio.NewWriterSize(c.out, 8<<10)
 	return c, nil
@@ -303,8 +308,10 @@ func (t *Transport) closeExpired() {
 	}
 }
 
-// origin keys the idle connections: scheme and host:port.
-func origin(req *http.Request) string { return req.URL.Scheme + "://" + hostPort(req) }
+// originKey keys the idle connections: a request URL's scheme and host as
+// written. Two spellings of one origin ("Example.com", "example.com:80")
+// keep connections apart, which costs a connection, never a wrong one.
+type originKey struct{ scheme, host string }
 
 func hostPort(req *http.Request) string {
 	host, port := req.URL.Hostname(), req.URL.Port()

@@ -311,6 +311,75 @@ func TestCancel(t *testing.T) {
 	}
 }
 
+// TestDetach reads a stream's end after its request's context has ended:
+// a detached body is read whole and its connection carries the next
+// request; one that is not detached fails as the context ends. A body that
+// has ended, or whose context ended first, cannot be detached.
+func TestDetach(t *testing.T) {
+	release := make(chan struct{})
+	s := newServer(t, false, func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.ReadAll(r.Body)
+		if r.URL.Path == "/ok" {
+			_, _ = io.WriteString(w, "ok")
+			return
+		}
+		w.Header().Set("Content-Type", "text/event-stream")
+		_, _ = io.WriteString(w, "data: first\n\n")
+		w.(http.Flusher).Flush()
+		select {
+		case <-release:
+			_, _ = io.WriteString(w, "data: end\n\n")
+		case <-r.Context().Done():
+		}
+	})
+	c, _ := s.client(t)
+	stream := func() (*http.Response, context.CancelFunc) {
+		ctx, cancel := context.WithCancel(t.Context())
+		req, _ := http.NewRequestWithContext(ctx, http.MethodPost, s.URL, strings.NewReader("x"))
+		resp, err := c.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		buf := make([]byte, len("data: first\n\n"))
+		if _, err := io.ReadFull(resp.Body, buf); err != nil {
+			t.Fatal(err)
+		}
+		return resp, cancel
+	}
+
+	resp, cancel := stream()
+	if !h1.Detach(resp.Body) {
+		t.Fatal("a body being read could not be detached")
+	}
+	cancel()
+	release <- struct{}{}
+	if rest, err := io.ReadAll(resp.Body); err != nil || string(rest) != "data: end\n\n" {
+		t.Fatalf("the detached body's end: %q %v", rest, err)
+	}
+	if h1.Detach(resp.Body) {
+		t.Fatal("a body read to its end was detached")
+	}
+	if got, _ := post(t, t.Context(), c, s.URL+"/ok", ""); got != "ok" {
+		t.Fatalf("after: %q", got)
+	}
+	if n := s.conns.Load(); n != 1 {
+		t.Fatalf("%d connections, want the detached body's one kept", n)
+	}
+
+	resp, cancel = stream()
+	cancel()
+	if h1.Detach(resp.Body) {
+		t.Fatal("a body whose context ended was detached")
+	}
+	if _, err := io.ReadAll(resp.Body); !errors.Is(err, context.Canceled) {
+		t.Fatalf("a body not detached, its context ended: %v", err)
+	}
+	resp.Body.Close()
+	if h1.Detach(io.NopCloser(strings.NewReader(""))) {
+		t.Fatal("a body of another transport was detached")
+	}
+}
+
 // TestCloseUnblocksRead closes a body from another goroutine while a read
 // waits on it, as the MCP SDK does to end a stream.
 func TestCloseUnblocksRead(t *testing.T) {

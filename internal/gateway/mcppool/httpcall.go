@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
 	"sync"
@@ -16,6 +17,8 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/toolgate/toolgate/internal/h1"
 )
 
 // The lean tools/call path. Through the SDK a call to a streamable-HTTP
@@ -70,7 +73,10 @@ const (
 // without locking.
 type httpCaller struct {
 	client *http.Client // the session's: netguard, credential headers and query
-	header http.Header  // sent on every POST; never written
+	// transport is client's, to send through directly; nil to go
+	// through client (see roundTripper).
+	transport http.RoundTripper
+	header    http.Header // sent on every POST; never written
 	// request is the POST every call copies: its URL is parsed once, and
 	// it and its header are shared, read-only (a transport that changes a
 	// request clones it first, as netguard's does).
@@ -106,7 +112,7 @@ func newHTTPCaller(p *Pool, client *http.Client, endpoint string, cs *mcp.Client
 	// The Host header comes from the URL all the same; an explicit Host
 	// makes http.Client copy the URL on every request.
 	request.Host = ""
-	c := &httpCaller{client: client, header: h, request: request, sessionID: cs.ID(), spawn: p.spawn, grace: p.drainGrace}
+	c := &httpCaller{client: client, transport: roundTripper(client, request), header: h, request: request, sessionID: cs.ID(), spawn: p.spawn, grace: p.drainGrace}
 	c.nextID.Store(firstCallID)
 	return c
 }
@@ -145,32 +151,19 @@ func (c *httpCaller) call(ctx context.Context, tool string, args map[string]any,
 }
 
 // exchange POSTs the call and reads its answer.
-//
-// The request has a context of its own, ended with ctx only until the
-// response to the call is in. net/http drops a connection whose request's
-// context ends before its body has been read to the end, and the end of an
-// answer stream is often read after the call has returned (see finish);
-// tying the request to ctx throughout made the pool dial a new connection
-// for a good share of calls under load.
 func (c *httpCaller) exchange(ctx context.Context, id int64, body []byte, token string, progress func(float64, float64, string)) (*mcp.CallToolResult, error) {
-	rctx, release := context.WithCancel(context.WithoutCancel(ctx))
-	untie := context.AfterFunc(ctx, release)
-	resp, err := c.post(rctx, body)
+	resp, err := c.post(ctx, body)
 	if err != nil {
-		release()
 		return nil, err
 	}
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
-		defer release()
 		return nil, c.refusal(resp)
 	}
 	res, rd, err := c.answer(ctx, resp, id, token, progress)
 	if err != nil {
-		release()
 		return nil, err
 	}
-	untie()
-	c.finish(rd, resp.Body, release)
+	c.finish(rd, resp.Body)
 	return res, nil
 }
 
@@ -205,22 +198,23 @@ func (c *httpCaller) answer(ctx context.Context, resp *http.Response, id int64, 
 	return res, rd, nil
 }
 
-// finish closes an answer whose response has been read, then calls
-// release. A body read to its end closes at once and its connection
-// carries the next call; the rest of a stream that has not ended yet is
-// drained off the call's path, so a server that holds it open costs a
-// goroutine, not the caller's time.
-func (c *httpCaller) finish(rd *reader, rc io.ReadCloser, release func()) {
-	if !rd.ended() && c.spawn(func() {
+// finish closes an answer whose response has been read. A body read to
+// its end closes at once and its connection carries the next call. The
+// rest of a stream that has not ended yet is drained off the call's path,
+// so a server that holds it open costs a goroutine, not the caller's
+// time; its body is first detached from the call's context, which ends
+// when the call returns and would close the connection. A body h1 did not
+// carry cannot be detached (net/http's transport sends a POST larger than
+// h1 takes), and is closed with its connection.
+func (c *httpCaller) finish(rd *reader, rc io.ReadCloser) {
+	if !rd.ended() && h1.Detach(rc) && c.spawn(func() {
 		rd.drain(rc, c.grace)
 		putReader(rd)
-		release()
 	}) {
 		return
 	}
 	rc.Close()
 	putReader(rd)
-	release()
 }
 
 // post sends body to the session's endpoint with the session's headers.
@@ -231,7 +225,45 @@ func (c *httpCaller) post(ctx context.Context, body []byte) (*http.Response, err
 	}
 	req.Body, req.ContentLength = io.NopCloser(bytes.NewReader(body)), int64(len(body))
 	req.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(body)), nil }
+	if c.transport == nil {
+		return c.client.Do(req)
+	}
+	resp, err := c.transport.RoundTrip(req)
+	if err != nil {
+		return nil, &url.Error{Op: "Post", URL: req.URL.Redacted(), Err: err}
+	}
+	if !redirect(resp.StatusCode) {
+		return resp, nil
+	}
+	// The server did not take the call; the client follows the redirect
+	// with its own rules (and its limit), sending the call again.
+	discard(resp.Body)
+	req = c.request.WithContext(ctx)
+	req.Body, _ = req.GetBody()
 	return c.client.Do(req)
+}
+
+// roundTripper is the transport to send a call's POST through without
+// http.Client, which copies the request's headers for redirects on every
+// call; nil when the client adds anything to an exchange beyond following
+// redirects (a cookie jar, a timeout, credentials from the URL).
+func roundTripper(client *http.Client, request *http.Request) http.RoundTripper {
+	if client.Jar != nil || client.Timeout > 0 || request.URL.User != nil {
+		return nil
+	}
+	if client.Transport == nil {
+		return http.DefaultTransport
+	}
+	return client.Transport
+}
+
+// redirect reports whether status is one http.Client follows.
+func redirect(status int) bool {
+	switch status {
+	case http.StatusMovedPermanently, http.StatusFound, http.StatusSeeOther, http.StatusTemporaryRedirect, http.StatusPermanentRedirect:
+		return true
+	}
+	return false
 }
 
 // refusal says why the server refused the call, and closes resp's body.

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -18,6 +19,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/toolgate/toolgate/internal/gateway/mcppool"
+	"github.com/toolgate/toolgate/internal/h1"
 )
 
 // How upstreams misbehave on the lean path, each served by a hand-written
@@ -78,7 +80,9 @@ func newWatched(t *testing.T) *watched {
 		}
 		return &watchedConn{Conn: c, closed: &w.closed}, nil
 	}}
-	t.Cleanup(base.CloseIdleConnections)
+	// As in production, h1 over net/http's transport.
+	rt := h1.New(base)
+	t.Cleanup(rt.CloseIdleConnections)
 	w.client = &http.Client{Transport: roundTripper(func(req *http.Request) (*http.Response, error) {
 		if req.Context().Value(tagKey{}) != nil && req.GetBody != nil {
 			body, _ := req.GetBody()
@@ -88,7 +92,7 @@ func newWatched(t *testing.T) *watched {
 			w.tagged = append(w.tagged, m.Method)
 			w.mu.Unlock()
 		}
-		return base.RoundTrip(req)
+		return rt.RoundTrip(req)
 	})}
 	return w
 }
@@ -163,8 +167,9 @@ func TestHTTPLeanHeldStream(t *testing.T) {
 	}
 	// The call's context ended when it returned, before the stream did:
 	// the connection must outlive it, read to its end and kept for the
-	// next call, not dropped (net/http drops a connection whose request's
-	// context ends while its body is being read).
+	// next call, not dropped (h1, like net/http, closes a connection whose
+	// request's context ends while its body is being read, unless the body
+	// has been detached).
 	if n := w.closed.Load(); n != 0 {
 		t.Fatalf("%d connections closed; the held stream's should have been kept", n)
 	}
@@ -514,5 +519,49 @@ func TestHTTPLeanCloseWaitsForCancelNotice(t *testing.T) {
 	}
 	if diff := cmp.Diff([]string{"tools/call", "notifications/cancelled"}, w.taggedMethods()); diff != "" {
 		t.Errorf("requests with the call's context (-want +got):\n%s", diff)
+	}
+}
+
+// TestHTTPLeanRedirect has the server send a call's POST elsewhere with a
+// 307, as a server moving its endpoint may: the lean path, which calls
+// the transport without http.Client, leaves the redirect to the client,
+// which follows it, and the call runs once, where the server sent it.
+func TestHTTPLeanRedirect(t *testing.T) {
+	var rec recorder
+	var redirected atomic.Int32
+	_, cfg := serveHTTP(t, func(h http.Handler) http.Handler {
+		inner := rec.wrap(h)
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.URL.Path == "/mcp" && r.Method == http.MethodPost && r.URL.Query().Get("moved") == "" {
+				body, _ := io.ReadAll(r.Body)
+				var m rpc
+				_ = json.Unmarshal(body, &m)
+				if callOf(m, "echo") {
+					redirected.Add(1)
+					http.Redirect(w, r, "/mcp?moved=1", http.StatusTemporaryRedirect)
+					return
+				}
+				r.Body = io.NopCloser(bytes.NewReader(body))
+			}
+			inner.ServeHTTP(w, r)
+		})
+	})
+	p := newPool(t, mcppool.Options{})
+	key := keyOf("src_moved", cfg, nil)
+	for i := range 3 {
+		msg := fmt.Sprintf("moved %d", i)
+		res, err := p.Call(t.Context(), key, cfg, nil, "echo", map[string]any{"message": msg}, nil)
+		if err != nil || text(t, res) != "Echo: "+msg {
+			t.Fatalf("call %d: %v %v", i, res, err)
+		}
+	}
+	calls := rec.method("tools/call")
+	if redirected.Load() != 3 || len(calls) != 3 {
+		t.Fatalf("%d redirected, %d calls reached the server; want 3 and 3", redirected.Load(), len(calls))
+	}
+	for _, c := range calls {
+		if c.query.Get("moved") != "1" {
+			t.Fatalf("a call ran at %v, not where the server sent it", c.query)
+		}
 	}
 }
