@@ -112,14 +112,17 @@ type options struct {
 	pprofDir string
 	// env is added to toolgate's environment (GOGC=400, ...).
 	env []string
+	// jsonAnswers has the MCP upstream answer each POST with one JSON
+	// body instead of an event stream.
+	jsonAnswers bool
 	// upstreamsHere runs the upstreams in this process instead of one of
 	// their own.
 	upstreamsHere bool
 }
 
 func main() {
-	if len(os.Args) == 2 && os.Args[1] == upstreamCommand {
-		serveUpstreams()
+	if len(os.Args) == 3 && os.Args[1] == upstreamCommand {
+		serveUpstreams(os.Args[2] == "json")
 		return
 	}
 	if len(os.Args) == 3 && os.Args[1] == relayCommand {
@@ -136,6 +139,7 @@ func main() {
 		only     = flag.String("only", "", "comma-separated scenario keys to run (default all: "+strings.Join(scenarioKeys(), ",")+")")
 		env      = flag.String("toolgate-env", "", "comma-separated NAME=value pairs added to toolgate's environment, e.g. GOGC=400")
 	)
+	answers := flag.String("mcp-answers", "sse", "how the MCP upstream answers a call: sse, an event stream that ends after the response (the go-sdk's default), or json, one JSON body")
 	flag.BoolVar(&o.upstreamsHere, "upstreams-in-process", false,
 		"run the upstreams in this process, beside the clients, instead of a process of their own: direct calls then never leave the process")
 	flag.StringVar(&o.pprofDir, "pprof", "", "a folder to write toolgate's CPU profile and allocation profiles (before, after) of every measured gateway run to")
@@ -178,6 +182,13 @@ func main() {
 		if err := os.MkdirAll(o.pprofDir, 0o755); err != nil {
 			log.Fatalf("-pprof: %v", err)
 		}
+	}
+	switch *answers {
+	case "sse":
+	case "json":
+		o.jsonAnswers = true
+	default:
+		log.Fatalf("-mcp-answers: %q is neither sse nor json", *answers)
 	}
 	if o.rounds < 1 || o.duration <= 0 || o.warmup < 0 {
 		log.Fatal("-rounds must be at least 1 and -duration positive")
@@ -227,7 +238,7 @@ func run(ctx context.Context, o options) (err error) {
 		}
 	}()
 
-	up, err := startUpstreams(!o.upstreamsHere)
+	up, err := startUpstreams(!o.upstreamsHere, o.jsonAnswers)
 	if err != nil {
 		return err
 	}
@@ -769,6 +780,9 @@ func (b *bench) report(results map[runKey][]runResult) {
 	if len(b.o.only) > 0 {
 		fmt.Printf(" -only %s", strings.Join(b.o.only, ","))
 	}
+	if b.o.jsonAnswers {
+		fmt.Print(" -mcp-answers json")
+	}
 	fmt.Println()
 	where := "the upstreams' process (pid " + strconv.Itoa(b.up.pid) + ")"
 	if b.up.pid == 0 {
@@ -777,6 +791,11 @@ func (b *bench) report(results map[runKey][]runResult) {
 	fmt.Printf("machine: %s, %d cores, %s; toolgate pid %d shares them with this process (the clients), %s, PostgreSQL and Meilisearch\n",
 		cpuModel(), runtime.NumCPU(), runtime.Version(), b.tg.cmd.Process.Pid, where)
 	fmt.Printf("load average (1, 5, 15 min) before the runs %s, after %s\n", b.loadBefore, b.loadAfter)
+	answers := "an event stream ending after the response (the go-sdk's default)"
+	if b.o.jsonAnswers {
+		answers = "one JSON body"
+	}
+	fmt.Printf("the MCP upstream answers each call with %s\n", answers)
 	fmt.Printf("on every call through toolgate: authentication (workspace API key), policy (%s), audit (tool_calls rows)\n", b.policy)
 	if len(b.o.env) > 0 {
 		fmt.Printf("toolgate environment: %s\n", strings.Join(b.o.env, " "))
@@ -1001,12 +1020,16 @@ func (b *bench) selfName() string {
 	return "clients"
 }
 
-func startUpstreams(separate bool) (*upstreams, error) {
+func startUpstreams(separate, jsonAnswers bool) (*upstreams, error) {
 	if !separate {
-		srv := newUpstreams()
+		srv := newUpstreams(jsonAnswers)
 		return &upstreams{url: srv.URL, close: srv.Close}, nil
 	}
-	pid, url, stop, err := startSelf("the upstreams' process", upstreamCommand)
+	answers := "sse"
+	if jsonAnswers {
+		answers = "json"
+	}
+	pid, url, stop, err := startSelf("the upstreams' process", upstreamCommand, answers)
 	if err != nil {
 		return nil, err
 	}
@@ -1045,8 +1068,8 @@ func startSelf(what string, args ...string) (pid int, line string, stop func(), 
 }
 
 // serveUpstreams serves the upstreams until SIGTERM, after printing their URL.
-func serveUpstreams() {
-	srv := newUpstreams()
+func serveUpstreams(jsonAnswers bool) {
+	srv := newUpstreams(jsonAnswers)
 	fmt.Println(srv.URL)
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -1055,16 +1078,18 @@ func serveUpstreams() {
 }
 
 // newUpstreams serves both upstreams on one loopback server.
-func newUpstreams() *httptest.Server {
+func newUpstreams(jsonAnswers bool) *httptest.Server {
 	mux := http.NewServeMux()
-	mux.Handle("/mcp", newMCPUpstream())
+	mux.Handle("/mcp", newMCPUpstream(jsonAnswers))
 	mux.HandleFunc("GET /echo", echoAPI)
 	return httptest.NewServer(mux)
 }
 
 // newMCPUpstream is a go-sdk MCP server over Streamable HTTP with one
-// tool, echo, that returns its text.
-func newMCPUpstream() http.Handler {
+// tool, echo, that returns its text. It answers a call with an event
+// stream, the SDK's default, whose end comes after the response as a
+// write of its own; with jsonAnswers, with one JSON body.
+func newMCPUpstream(jsonAnswers bool) http.Handler {
 	server := mcp.NewServer(&mcp.Implementation{Name: "bench-echo", Version: "1"}, nil)
 	type echoArgs struct {
 		Text string `json:"text" jsonschema:"the text to send back"`
@@ -1073,7 +1098,8 @@ func newMCPUpstream() http.Handler {
 		func(_ context.Context, _ *mcp.CallToolRequest, in echoArgs) (*mcp.CallToolResult, any, error) {
 			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: in.Text}}}, nil, nil
 		})
-	return mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return server }, nil)
+	return mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return server },
+		&mcp.StreamableHTTPOptions{JSONResponse: jsonAnswers})
 }
 
 // echoSpec describes the HTTP API; %s is its URL.
