@@ -6,9 +6,6 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -18,7 +15,6 @@ import (
 
 	"github.com/toolgate/toolgate/internal/gateway"
 	"github.com/toolgate/toolgate/internal/gateway/audit"
-	"github.com/toolgate/toolgate/internal/testenv"
 )
 
 const activityWS = "/api/v1/orgs/acme/workspaces/default/activity"
@@ -507,26 +503,8 @@ func TestActivityIsolation(t *testing.T) {
 // a bad custom range refused next to its field, and one call's detail.
 // Screenshots go to OutputDir/activity.
 func TestActivityBrowser(t *testing.T) {
-	if _, err := exec.LookPath(chromiumPath); err != nil {
-		t.Fatal("chromium-headless-shell not found: run make deps")
-	}
 	f := newActivityFixture(t)
-	shots := filepath.Join(testenv.OutputDir(t), "activity")
-	if err := os.MkdirAll(shots, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
-	defer cancel()
-	opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(chromiumPath), chromedp.NoSandbox,
-		chromedp.DisableGPU, chromedp.Flag("disable-quic", true), chromedp.Flag("disable-component-update", true),
-		chromedp.WindowSize(1280, 800))
-	allocCtx, cancelAlloc := chromedp.NewExecAllocator(ctx, opts...)
-	defer cancelAlloc()
-	browserCtx, cancelBrowser := chromedp.NewContext(allocCtx)
-	defer cancelBrowser()
-	if err := chromedp.Do(browserCtx); err != nil {
-		t.Fatalf("start %s: %v", chromiumPath, err)
-	}
+	browserCtx, shots := startBrowser(t, 2*time.Minute, "activity")
 	b := newTab(t, browserCtx, f.srv.URL, shots)
 	b.open("/signin")
 	b.fill(testid("field-email"), "viewer@acme.test")

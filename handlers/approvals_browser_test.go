@@ -4,9 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -16,7 +13,6 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/toolgate/toolgate/internal/approvals"
-	"github.com/toolgate/toolgate/internal/testenv"
 )
 
 // TestBrowserApproval walks an approval end to end: an agent (the Go SDK's
@@ -29,9 +25,6 @@ import (
 // goes back to zero and the request's page says who approved. Screenshots
 // go to OutputDir/approvals.
 func TestBrowserApproval(t *testing.T) {
-	if _, err := exec.LookPath(chromiumPath); err != nil {
-		t.Fatal("chromium-headless-shell not found: run make deps")
-	}
 	vars := map[string]string{"TOOLGATE_APPROVAL_WAIT": "3m"}
 	for k, v := range peerVars {
 		vars[k] = v
@@ -54,23 +47,8 @@ func TestBrowserApproval(t *testing.T) {
 	rule.json(t, &created)
 	key := createKey(t, f.member, acmeKeys, map[string]any{"name": "writer"})
 
-	shots := filepath.Join(testenv.OutputDir(t), "approvals")
-	if err := os.MkdirAll(shots, 0o755); err != nil {
-		t.Fatal(err)
-	}
 	// Generous: under a full parallel test run on two cores chromium is slow.
-	ctx, cancel := context.WithTimeout(t.Context(), 6*time.Minute)
-	defer cancel()
-	opts := append(chromedp.DefaultExecAllocatorOptions[:],
-		chromedp.ExecPath(chromiumPath), chromedp.NoSandbox, chromedp.DisableGPU,
-		chromedp.Flag("disable-quic", true), chromedp.Flag("disable-component-update", true), chromedp.WindowSize(1280, 900))
-	allocCtx, cancelAlloc := chromedp.NewExecAllocator(ctx, opts...)
-	defer cancelAlloc()
-	browserCtx, cancelBrowser := chromedp.NewContext(allocCtx)
-	defer cancelBrowser()
-	if err := chromedp.Do(browserCtx); err != nil {
-		t.Fatalf("start %s: %v", chromiumPath, err)
-	}
+	browserCtx, shots := startBrowser(t, 6*time.Minute, "approvals")
 	// The owner gives the member the workspace's approver role on the
 	// settings page; a viewer is refused in place first.
 	owner := newTab(t, browserCtx, f.srv.URL, shots)
@@ -108,6 +86,8 @@ func TestBrowserApproval(t *testing.T) {
 
 	// The agent calls the held tool and waits.
 	cs := connect(t, f.srv.URL+"/mcp", key.Key, "", nil)
+	ctx, cancel := context.WithTimeout(t.Context(), 6*time.Minute)
+	defer cancel()
 	type outcome struct {
 		res *mcp.CallToolResult
 		err error

@@ -30,33 +30,8 @@ const chromiumPath = "/usr/bin/chromium-headless-shell"
 // the catalog's search. Screenshots go to OutputDir/browser, and the Data
 // Team dashboard also to static/img/readme/console.png for the README.
 func TestBrowserFlows(t *testing.T) {
-	if _, err := exec.LookPath(chromiumPath); err != nil {
-		t.Fatal("chromium-headless-shell not found: run make deps")
-	}
 	e := newEnv(t, nil)
-	shots := filepath.Join(testenv.OutputDir(t), "browser")
-	if err := os.MkdirAll(shots, 0o755); err != nil {
-		t.Fatal(err)
-	}
-
-	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute)
-	defer cancel()
-	// A fresh --user-data-dir is the allocator's default: a temporary folder it removes.
-	opts := append(chromedp.DefaultExecAllocatorOptions[:],
-		chromedp.ExecPath(chromiumPath),
-		chromedp.NoSandbox, // toolgate's tests run as root in CI
-		chromedp.DisableGPU,
-		chromedp.Flag("disable-quic", true),
-		chromedp.Flag("disable-component-update", true),
-		chromedp.WindowSize(1280, 800),
-	)
-	allocCtx, cancelAlloc := chromedp.NewExecAllocator(ctx, opts...)
-	defer cancelAlloc()
-	browserCtx, cancelBrowser := chromedp.NewContext(allocCtx)
-	defer cancelBrowser()
-	if err := chromedp.Do(browserCtx); err != nil {
-		t.Fatalf("start %s: %v", chromiumPath, err)
-	}
+	browserCtx, shots := startBrowser(t, 3*time.Minute, "browser")
 	// Two browser contexts are two profiles: separate cookies, separate sessions.
 	ada := newTab(t, browserCtx, e.srv.URL, shots)
 	sam := newTab(t, browserCtx, e.srv.URL, shots)

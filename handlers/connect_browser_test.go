@@ -1,20 +1,14 @@
 package handlers_test
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/chromedp/chromedp"
-
-	"github.com/toolgate/toolgate/internal/testenv"
 )
 
 // TestBrowserConnectAndTryIt walks "Connect an agent" and "Try it" in a real
@@ -23,31 +17,12 @@ import (
 // bad JSON is refused under the field and a call answers in place.
 // Screenshots go to OutputDir/browser-connect.
 func TestBrowserConnectAndTryIt(t *testing.T) {
-	if _, err := exec.LookPath(chromiumPath); err != nil {
-		t.Fatal("chromium-headless-shell not found: run make deps")
-	}
 	e := newEnv(t, peerVars)
 	e.account("owner@acme.test", "Acme")
 	pets := newPetsUpstream(t)
 	createSource(t, tokenClient(t, e, "owner@acme.test"), wsSources, map[string]any{"name": "Pets", "type": "openapi",
 		"config": map[string]any{"spec": json.RawMessage(fmt.Sprintf(petsSpec, pets.URL))}}, http.StatusCreated)
-	shots := filepath.Join(testenv.OutputDir(t), "browser-connect")
-	if err := os.MkdirAll(shots, 0o755); err != nil {
-		t.Fatal(err)
-	}
-
-	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute)
-	defer cancel()
-	opts := append(chromedp.DefaultExecAllocatorOptions[:],
-		chromedp.ExecPath(chromiumPath), chromedp.NoSandbox, chromedp.DisableGPU,
-		chromedp.Flag("disable-quic", true), chromedp.Flag("disable-component-update", true), chromedp.WindowSize(1280, 800))
-	allocCtx, cancelAlloc := chromedp.NewExecAllocator(ctx, opts...)
-	defer cancelAlloc()
-	browserCtx, cancelBrowser := chromedp.NewContext(allocCtx)
-	defer cancelBrowser()
-	if err := chromedp.Do(browserCtx); err != nil {
-		t.Fatalf("start %s: %v", chromiumPath, err)
-	}
+	browserCtx, shots := startBrowser(t, 3*time.Minute, "browser-connect")
 	b := newTab(t, browserCtx, e.srv.URL, shots)
 
 	b.open("/signin")

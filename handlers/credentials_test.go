@@ -6,9 +6,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -18,7 +15,6 @@ import (
 
 	"github.com/toolgate/toolgate/internal/credentials"
 	"github.com/toolgate/toolgate/internal/sources"
-	"github.com/toolgate/toolgate/internal/testenv"
 )
 
 // credentialResp is a credential's JSON as the tests read it.
@@ -824,27 +820,9 @@ func TestCredentialConsole(t *testing.T) {
 // Test answers in place, and the custom headers rows grow. Screenshots go
 // to OutputDir/browser-credentials.
 func TestCredentialsInTheBrowser(t *testing.T) {
-	if _, err := exec.LookPath(chromiumPath); err != nil {
-		t.Fatal("chromium-headless-shell not found: run make deps")
-	}
 	f := newCredFixture(t)
 	canary := "browser-canary-0123456789-WXYZ"
-	shots := filepath.Join(testenv.OutputDir(t), "browser-credentials")
-	if err := os.MkdirAll(shots, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
-	defer cancel()
-	opts := append(chromedp.DefaultExecAllocatorOptions[:],
-		chromedp.ExecPath(chromiumPath), chromedp.NoSandbox, chromedp.DisableGPU,
-		chromedp.Flag("disable-quic", true), chromedp.Flag("disable-component-update", true), chromedp.WindowSize(1280, 800))
-	allocCtx, cancelAlloc := chromedp.NewExecAllocator(ctx, opts...)
-	defer cancelAlloc()
-	browserCtx, cancelBrowser := chromedp.NewContext(allocCtx)
-	defer cancelBrowser()
-	if err := chromedp.Do(browserCtx); err != nil {
-		t.Fatalf("start %s: %v", chromiumPath, err)
-	}
+	browserCtx, shots := startBrowser(t, 2*time.Minute, "browser-credentials")
 	b := newTab(t, browserCtx, f.srv.URL, shots)
 	// hidden reports whether an element is hidden, waiting a little for
 	// the script, which runs after htmx settles a swap, to agree.

@@ -1,17 +1,11 @@
 package handlers_test
 
 import (
-	"context"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"strconv"
 	"testing"
 	"time"
 
 	"github.com/chromedp/chromedp"
-
-	"github.com/toolgate/toolgate/internal/testenv"
 )
 
 // TestBrowserPolicies walks the policies pages in a real browser: a new
@@ -20,9 +14,6 @@ import (
 // save, a move up swapped in place, and the simulator explaining a deny
 // and an allow. Screenshots go to OutputDir/policies.
 func TestBrowserPolicies(t *testing.T) {
-	if _, err := exec.LookPath(chromiumPath); err != nil {
-		t.Fatal("chromium-headless-shell not found: run make deps")
-	}
 	e := newEnv(t, nil)
 	e.account("owner@acme.test", "Acme")
 	e.join(e.account("member@acme.test", ""), "acme", "member")
@@ -31,23 +22,7 @@ func TestBrowserPolicies(t *testing.T) {
 	createPolicy(t, api, wsPolicies, map[string]any{"target_type": "everyone", "selector_type": "all", "effect": "allow",
 		"note": "Everything else runs."})
 	memberID := e.userID("member@acme.test")
-	shots := filepath.Join(testenv.OutputDir(t), "policies")
-	if err := os.MkdirAll(shots, 0o755); err != nil {
-		t.Fatal(err)
-	}
-
-	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute)
-	defer cancel()
-	opts := append(chromedp.DefaultExecAllocatorOptions[:],
-		chromedp.ExecPath(chromiumPath), chromedp.NoSandbox, chromedp.DisableGPU,
-		chromedp.Flag("disable-quic", true), chromedp.Flag("disable-component-update", true), chromedp.WindowSize(1280, 800))
-	allocCtx, cancelAlloc := chromedp.NewExecAllocator(ctx, opts...)
-	defer cancelAlloc()
-	browserCtx, cancelBrowser := chromedp.NewContext(allocCtx)
-	defer cancelBrowser()
-	if err := chromedp.Do(browserCtx); err != nil {
-		t.Fatalf("start %s: %v", chromiumPath, err)
-	}
+	browserCtx, shots := startBrowser(t, 3*time.Minute, "policies")
 	b := newTab(t, browserCtx, e.srv.URL, shots)
 
 	b.open("/signin")
