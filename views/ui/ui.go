@@ -69,6 +69,17 @@ type Select struct {
 
 func (s Select) id() string { return "f-" + s.Name }
 
+// Filters is a list page's filter form, whose fields are its children.
+type Filters struct {
+	Action string // the list's URL, where the form is sent
+	Target string // the element id whose content filtering swaps
+	TestID string
+	Active bool   // a filter is set: offer Clear
+	Hint   string // a line of help beside the buttons; may be empty
+	// CursorError says the page's cursor was refused; empty when it was not.
+	CursorError string
+}
+
 // NameForm is the state of a name-and-URL-name form (organizations and
 // workspaces).
 type NameForm struct {
