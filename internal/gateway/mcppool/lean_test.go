@@ -12,6 +12,7 @@ import (
 	"net/url"
 	"os"
 	"os/exec"
+	"regexp"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -489,6 +490,20 @@ func scripted(t *testing.T, w http.ResponseWriter, r *http.Request, call rpc, re
 	}
 }
 
+// untimed compares server-everything's resources without the time of day
+// they were made at ("created at 3:04:05 PM"), in their text or their
+// blob: the two paths' calls, one after the other, may read the clock in
+// different seconds.
+var untimed = cmp.Transformer("untimed", func(r mcp.ResourceContents) mcp.ResourceContents {
+	r.Text = createdAt.ReplaceAllString(r.Text, "created at (a time)")
+	if len(r.Blob) > 0 {
+		r.Blob = []byte(createdAt.ReplaceAllString(string(r.Blob), "created at (a time)"))
+	}
+	return r
+})
+
+var createdAt = regexp.MustCompile(`created at [^\n]*`)
+
 // TestHTTPLeanTypeScriptPeer runs the lean path against the reference
 // TypeScript server (server-everything over streamable HTTP), next to the
 // SDK's path.
@@ -513,7 +528,7 @@ func TestHTTPLeanTypeScriptPeer(t *testing.T) {
 		if fmt.Sprint(wantErr) != fmt.Sprint(gotErr) {
 			t.Errorf("%s: errors differ:\nsdk  %v\nlean %v", c.tool, wantErr, gotErr)
 		}
-		if diff := cmp.Diff(want, got, sameResult); diff != "" {
+		if diff := cmp.Diff(want, got, sameResult, untimed); diff != "" {
 			t.Errorf("%s (-sdk +lean):\n%s", c.tool, diff)
 		}
 		if c.tool != "no-such-tool" && (got == nil || len(got.Content) == 0) {
