@@ -7,6 +7,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/toolgate/toolgate/internal/gateway/audit"
+	"github.com/toolgate/toolgate/internal/jsonscan"
 	"github.com/toolgate/toolgate/internal/sources"
 )
 
@@ -82,6 +83,9 @@ func decodeArguments(args json.RawMessage) (any, error) {
 	trimmed := bytes.TrimSpace(args)
 	if len(trimmed) == 0 || string(trimmed) == "null" {
 		return map[string]any{}, nil
+	}
+	if v, ok := jsonscan.Decode(trimmed); ok {
+		return v, nil // the usual arguments, read as the decoder below reads them
 	}
 	dec := json.NewDecoder(bytes.NewReader(trimmed))
 	dec.UseNumber()
