@@ -173,6 +173,11 @@ type Pool struct {
 	stdio    int           // stdio sessions connecting or open
 	changed  chan struct{} // closed and replaced when a slot may have freed
 	closed   bool
+	// leanCalls holds the cancel of each streamable-HTTP call in flight
+	// on the lean path, which Close ends; a nil is a free slot, listed in
+	// freeSlots.
+	leanCalls []context.CancelFunc
+	freeSlots []int
 
 	progress  sync.Map // token string -> func(progress, total float64, message string)
 	nextToken atomic.Uint64
@@ -296,9 +301,12 @@ func (p *Pool) callOn(ctx context.Context, s *session, r Request, timeout time.D
 		// session retired because another of its calls failed leaves its
 		// other calls, independent POSTs the server may be running, to
 		// finish rather than be cut and sent again.
-		stop := context.AfterFunc(p.ctx, cancel)
+		slot, ok := p.trackLean(cancel)
+		if !ok {
+			return nil, fmt.Errorf("tools/call was not sent: %w", errPoolClosed)
+		}
 		res, err = s.lean.call(cctx, r.Tool, r.Args, token, r.Progress)
-		stop()
+		p.untrackLean(slot)
 	} else {
 		res, err = p.callSDK(cctx, s, r, token)
 	}
@@ -315,6 +323,32 @@ func (p *Pool) callOn(ctx context.Context, s *session, r Request, timeout time.D
 		return nil, s.explain(err)
 	}
 	return res, nil
+}
+
+// trackLean keeps cancel, a lean call's, for Close to call; false when
+// the pool has closed. A slot of the pool's own list instead of an
+// AfterFunc on the pool's context, which costs every call an allocation
+// and a trip through that context's lock and map.
+func (p *Pool) trackLean(cancel context.CancelFunc) (slot int, ok bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed {
+		return 0, false
+	}
+	if n := len(p.freeSlots); n > 0 {
+		slot, p.freeSlots = p.freeSlots[n-1], p.freeSlots[:n-1]
+		p.leanCalls[slot] = cancel
+		return slot, true
+	}
+	p.leanCalls = append(p.leanCalls, cancel)
+	return len(p.leanCalls) - 1, true
+}
+
+func (p *Pool) untrackLean(slot int) {
+	p.mu.Lock()
+	p.leanCalls[slot] = nil
+	p.freeSlots = append(p.freeSlots, slot)
+	p.mu.Unlock()
 }
 
 // callSDK runs the call through the SDK's client session; token, when
@@ -400,7 +434,16 @@ func (p *Pool) Close(ctx context.Context) error {
 		p.broadcastLocked()
 	}
 	p.mu.Unlock()
+	// The pool's context first: a call that finds its own ended reads the
+	// pool's to tell a close from its timeout.
 	p.cancel()
+	p.mu.Lock()
+	for _, cancel := range p.leanCalls {
+		if cancel != nil {
+			cancel()
+		}
+	}
+	p.mu.Unlock()
 	done := make(chan struct{})
 	go func() {
 		p.wg.Wait()
