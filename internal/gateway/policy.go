@@ -192,7 +192,7 @@ func (g *Gateway) decide(ctx context.Context, c Caller, t *db.CallTool, tp *tool
 		return policy.Decision{}, err
 	}
 	var pargs map[string]any
-	if set.Len() > 0 {
+	if set.ReadsArgs() {
 		pargs, _ = policyArgs(args).(map[string]any)
 	}
 	return set.Decide(callPolicyTool(t, tp), c.policyCaller(), pargs, time.Now()), nil

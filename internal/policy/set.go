@@ -14,6 +14,8 @@ import (
 type Set struct {
 	org []compiled // LevelOrganization, in evaluation order
 	ws  []compiled // LevelWorkspace, in evaluation order
+	// readsArgs: a condition reads the call's arguments.
+	readsArgs bool
 }
 
 // compiled is one rule with its condition compiled and the sentences that
@@ -59,6 +61,7 @@ func Compile(rules []Rule) *Set {
 			continue
 		}
 		c := compile(r)
+		s.readsArgs = s.readsArgs || c.cond != nil && c.cond.uses.args
 		if r.Level == LevelWorkspace {
 			s.ws = append(s.ws, c)
 		} else {
@@ -80,6 +83,11 @@ func (s *Set) Len() int {
 	}
 	return len(s.org) + len(s.ws)
 }
+
+// ReadsArgs reports whether a rule's condition reads the call's arguments:
+// when none does, [Set.Decide] may be given nil for them, and the caller
+// spares itself converting them.
+func (s *Set) ReadsArgs() bool { return s != nil && s.readsArgs }
 
 func compile(r Rule) compiled {
 	c := compiled{rule: r}

@@ -267,6 +267,31 @@ func TestDecideConditions(t *testing.T) {
 	})
 }
 
+// ReadsArgs is true exactly when an enabled rule's condition reads args,
+// the one case where the gateway must hand Decide the call's arguments.
+func TestReadsArgs(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		rules []Rule
+		want  bool
+	}{
+		{"no rules", nil, false},
+		{"no condition", []Rule{org(1, 1, Allow)}, false},
+		{"conditions on the tool and caller", []Rule{org(1, 1, Deny, cond(`tool.method != "GET"`)), ws(2, 1, Deny, cond(`caller.role == "viewer"`))}, false},
+		{"a condition on args", []Rule{org(1, 1, Allow), ws(2, 1, Deny, cond("args.amount > 100"))}, true},
+		{"args as a whole", []Rule{org(1, 1, Deny, cond(`size(args) > 3`))}, true},
+		{"disabled", []Rule{org(1, 1, Deny, cond("args.amount > 100"), disabled())}, false},
+		{"broken condition", []Rule{org(1, 1, Deny, cond("args.amount >"))}, false},
+	} {
+		if got := Compile(tc.rules).ReadsArgs(); got != tc.want {
+			t.Errorf("%s: ReadsArgs %v, want %v", tc.name, got, tc.want)
+		}
+	}
+	if (*Set)(nil).ReadsArgs() {
+		t.Error("a nil set reads args")
+	}
+}
+
 func TestDecideBrokenRules(t *testing.T) {
 	runDecide(t, []decideCase{
 		{name: "a condition that no longer compiles: deny matches", rules: []Rule{org(1, 1, Deny, cond("args.amount >")), org(2, 2, Allow)},
