@@ -112,7 +112,7 @@ func (g *Gateway) call(ctx context.Context, c Caller, path string, args json.Raw
 	if !isObject {
 		return nil, g.invalid(rec, t.Path, []string{fmt.Sprintf("(arguments): must be an object, not %s", jsonKind(v))}, auth)
 	}
-	if tp.schema != nil {
+	if tp.schema != nil && !tp.flat.passes(obj) {
 		if p := problems(tp.schema, obj); len(p) > 0 {
 			return nil, g.invalid(rec, t.Path, p, auth)
 		}

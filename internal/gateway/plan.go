@@ -84,6 +84,10 @@ type toolPlan struct {
 	// compiled (schemaErr says why, and the upstream judges alone).
 	schema    *jsonschema.Schema
 	schemaErr error
+	// flat is the schema when it has the usual shape, for a check that
+	// spares the validator the arguments that certainly fit; nil for other
+	// schemas.
+	flat      *flatSchema
 	hasOutput bool
 
 	openapi openapi.Ref
@@ -104,7 +108,9 @@ func (g *Gateway) toolPlan(t *db.CallTool) *toolPlan {
 	}
 	p := &toolPlan{hasOutput: db.Present(t.OutputSchema) && string(t.OutputSchema) != "{}", annotations: annotationsOf(t.Annotations)}
 	p.schema, p.schemaErr = compileSchema(t.InputSchema)
-	if p.schemaErr != nil {
+	if p.schemaErr == nil {
+		p.flat = parseFlatSchema(t.InputSchema)
+	} else {
 		g.opts.Logger.Warn("tool input schema does not compile; arguments go unchecked", "source", t.SourceID, "tool", t.Path, "error", p.schemaErr.Error())
 	}
 	switch sources.Type(t.SourceType) {
