@@ -280,6 +280,8 @@ func TestReadsArgs(t *testing.T) {
 		{"conditions on the tool and caller", []Rule{org(1, 1, Deny, cond(`tool.method != "GET"`)), ws(2, 1, Deny, cond(`caller.role == "viewer"`))}, false},
 		{"a condition on args", []Rule{org(1, 1, Allow), ws(2, 1, Deny, cond("args.amount > 100"))}, true},
 		{"args as a whole", []Rule{org(1, 1, Deny, cond(`size(args) > 3`))}, true},
+		{"args in a macro", []Rule{org(1, 1, Deny, cond(`tool.method == "GET" && [1, 2].exists(x, x == args.n)`))}, true},
+		{"has(args.x)", []Rule{org(1, 1, Deny, cond(`has(args.x)`))}, true},
 		{"disabled", []Rule{org(1, 1, Deny, cond("args.amount > 100"), disabled())}, false},
 		{"broken condition", []Rule{org(1, 1, Deny, cond("args.amount >"))}, false},
 	} {
