@@ -76,7 +76,10 @@ type httpCaller struct {
 	// transport is client's, to send through directly; nil to go
 	// through client (see roundTripper).
 	transport http.RoundTripper
-	header    http.Header // sent on every POST; never written
+	// redirected is set once the endpoint has answered with a redirect:
+	// calls then go through client, which follows it.
+	redirected atomic.Bool
+	header     http.Header // sent on every POST; never written
 	// request is the POST every call copies: its URL is parsed once, and
 	// it and its header are shared, read-only (a transport that changes a
 	// request clones it first, as netguard's does).
@@ -219,15 +222,10 @@ func (c *httpCaller) finish(rd *reader, rc io.ReadCloser) {
 
 // post sends body to the session's endpoint with the session's headers.
 func (c *httpCaller) post(ctx context.Context, body []byte) (*http.Response, error) {
-	req := c.request.WithContext(ctx)
-	if c.client.Jar != nil {
-		req.Header = c.header.Clone() // a client with a cookie jar writes to it
+	if c.transport == nil || c.redirected.Load() {
+		return c.client.Do(c.newPost(ctx, body))
 	}
-	req.Body, req.ContentLength = io.NopCloser(bytes.NewReader(body)), int64(len(body))
-	req.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(body)), nil }
-	if c.transport == nil {
-		return c.client.Do(req)
-	}
+	req := c.newPost(ctx, body)
 	resp, err := c.transport.RoundTrip(req)
 	if err != nil {
 		return nil, &url.Error{Op: "Post", URL: req.URL.Redacted(), Err: err}
@@ -235,12 +233,25 @@ func (c *httpCaller) post(ctx context.Context, body []byte) (*http.Response, err
 	if !redirect(resp.StatusCode) {
 		return resp, nil
 	}
-	// The server did not take the call; the client follows the redirect
-	// with its own rules (and its limit), sending the call again.
+	// The server did not take the call: it sends its calls elsewhere. The
+	// client follows redirects by its own rules (and its limit); this call
+	// and every later one go through it, so the endpoint refuses this one
+	// twice and later ones once each, as with the client alone.
 	discard(resp.Body)
-	req = c.request.WithContext(ctx)
-	req.Body, _ = req.GetBody()
-	return c.client.Do(req)
+	c.redirected.Store(true)
+	return c.client.Do(c.newPost(ctx, body))
+}
+
+// newPost is a POST of body to the session's endpoint, which can be sent
+// again (a redirect does).
+func (c *httpCaller) newPost(ctx context.Context, body []byte) *http.Request {
+	req := c.request.WithContext(ctx)
+	if c.client.Jar != nil {
+		req.Header = c.header.Clone() // a client with a cookie jar writes to it
+	}
+	req.Body, req.ContentLength = io.NopCloser(bytes.NewReader(body)), int64(len(body))
+	req.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(body)), nil }
+	return req
 }
 
 // roundTripper is the transport to send a call's POST through without

@@ -20,6 +20,7 @@ import (
 
 	"github.com/toolgate/toolgate/internal/gateway/mcppool"
 	"github.com/toolgate/toolgate/internal/h1"
+	"github.com/toolgate/toolgate/internal/netguard"
 )
 
 // How upstreams misbehave on the lean path, each served by a hand-written
@@ -523,45 +524,70 @@ func TestHTTPLeanCloseWaitsForCancelNotice(t *testing.T) {
 }
 
 // TestHTTPLeanRedirect has the server send a call's POST elsewhere with a
-// 307, as a server moving its endpoint may: the lean path, which calls
-// the transport without http.Client, leaves the redirect to the client,
-// which follows it, and the call runs once, where the server sent it.
+// 307, as a server moving its endpoint may. The call runs once, where the
+// server sent it, whichever way the lean path sends its POSTs: through
+// http.Client (a client with a timeout), or, as the gateway's client has
+// none, through the transport alone, which hands the redirected call and
+// every later one to the client.
 func TestHTTPLeanRedirect(t *testing.T) {
-	var rec recorder
-	var redirected atomic.Int32
-	_, cfg := serveHTTP(t, func(h http.Handler) http.Handler {
-		inner := rec.wrap(h)
-		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			if r.URL.Path == "/mcp" && r.Method == http.MethodPost && r.URL.Query().Get("moved") == "" {
-				body, _ := io.ReadAll(r.Body)
-				var m rpc
-				_ = json.Unmarshal(body, &m)
-				if callOf(m, "echo") {
-					redirected.Add(1)
-					http.Redirect(w, r, "/mcp?moved=1", http.StatusTemporaryRedirect)
-					return
-				}
-				r.Body = io.NopCloser(bytes.NewReader(body))
+	for _, tc := range []struct {
+		name   string
+		client func() *http.Client
+		// wantRedirected counts the POSTs the old endpoint refused.
+		wantRedirected int32
+	}{
+		{"through http.Client", nil, 3},
+		{"through the transport, as the gateway's client", func() *http.Client {
+			c := netguard.NewClient(netguard.Options{AllowPrivate: true, Timeout: -1})
+			rt := h1.New(c.Transport.(*http.Transport))
+			t.Cleanup(rt.CloseIdleConnections)
+			c.Transport = rt
+			return c
+		}, 4},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var rec recorder
+			var redirected atomic.Int32
+			_, cfg := serveHTTP(t, func(h http.Handler) http.Handler {
+				inner := rec.wrap(h)
+				return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+					if r.URL.Path == "/mcp" && r.Method == http.MethodPost && r.URL.Query().Get("moved") == "" {
+						body, _ := io.ReadAll(r.Body)
+						var m rpc
+						_ = json.Unmarshal(body, &m)
+						if callOf(m, "echo") {
+							redirected.Add(1)
+							http.Redirect(w, r, "/mcp?moved=1", http.StatusTemporaryRedirect)
+							return
+						}
+						r.Body = io.NopCloser(bytes.NewReader(body))
+					}
+					inner.ServeHTTP(w, r)
+				})
+			})
+			var opts mcppool.Options
+			if tc.client != nil {
+				client := tc.client()
+				opts.HTTPClient = func() *http.Client { return client }
 			}
-			inner.ServeHTTP(w, r)
+			p := newPool(t, opts)
+			key := keyOf("src_moved", cfg, nil)
+			for i := range 3 {
+				msg := fmt.Sprintf("moved %d", i)
+				res, err := p.Call(t.Context(), key, cfg, nil, "echo", map[string]any{"message": msg}, nil)
+				if err != nil || text(t, res) != "Echo: "+msg {
+					t.Fatalf("call %d: %v %v", i, res, err)
+				}
+			}
+			calls := rec.method("tools/call")
+			if redirected.Load() != tc.wantRedirected || len(calls) != 3 {
+				t.Fatalf("%d redirected, %d calls reached the server; want %d and 3", redirected.Load(), len(calls), tc.wantRedirected)
+			}
+			for _, c := range calls {
+				if c.query.Get("moved") != "1" {
+					t.Fatalf("a call ran at %v, not where the server sent it", c.query)
+				}
+			}
 		})
-	})
-	p := newPool(t, mcppool.Options{})
-	key := keyOf("src_moved", cfg, nil)
-	for i := range 3 {
-		msg := fmt.Sprintf("moved %d", i)
-		res, err := p.Call(t.Context(), key, cfg, nil, "echo", map[string]any{"message": msg}, nil)
-		if err != nil || text(t, res) != "Echo: "+msg {
-			t.Fatalf("call %d: %v %v", i, res, err)
-		}
-	}
-	calls := rec.method("tools/call")
-	if redirected.Load() != 3 || len(calls) != 3 {
-		t.Fatalf("%d redirected, %d calls reached the server; want 3 and 3", redirected.Load(), len(calls))
-	}
-	for _, c := range calls {
-		if c.query.Get("moved") != "1" {
-			t.Fatalf("a call ran at %v, not where the server sent it", c.query)
-		}
 	}
 }

@@ -305,8 +305,8 @@ func (p *Pool) callOn(ctx context.Context, s *session, r Request, timeout time.D
 		if !ok {
 			return nil, fmt.Errorf("tools/call was not sent: %w", errPoolClosed)
 		}
+		defer p.untrackLean(slot)
 		res, err = s.lean.call(cctx, r.Tool, r.Args, token, r.Progress)
-		p.untrackLean(slot)
 	} else {
 		res, err = p.callSDK(cctx, s, r, token)
 	}
