@@ -95,19 +95,12 @@ func (d *decoder) object(depth int) (any, bool) {
 			return nil, false
 		}
 		m[key] = v
-		d.space()
-		if d.i >= len(d.data) {
+		more, ok := d.after('}')
+		if !ok {
 			return nil, false
 		}
-		switch d.data[d.i] {
-		case ',':
-			d.i++
-			d.space()
-		case '}':
-			d.i++
+		if !more {
 			return m, true
-		default:
-			return nil, false
 		}
 	}
 }
@@ -129,21 +122,33 @@ func (d *decoder) array(depth int) (any, bool) {
 			return nil, false
 		}
 		a = append(a, v)
-		d.space()
-		if d.i >= len(d.data) {
+		more, ok := d.after(']')
+		if !ok {
 			return nil, false
 		}
-		switch d.data[d.i] {
-		case ',':
-			d.i++
-			d.space()
-		case ']':
-			d.i++
+		if !more {
 			return a, true
-		default:
-			return nil, false
 		}
 	}
+}
+
+// after reads what follows a member or an element: a comma (more), or
+// end, which closes the object or array; ok is false for anything else.
+func (d *decoder) after(end byte) (more, ok bool) {
+	d.space()
+	if d.i >= len(d.data) {
+		return false, false
+	}
+	switch d.data[d.i] {
+	case ',':
+		d.i++
+		d.space()
+		return true, true
+	case end:
+		d.i++
+		return false, true
+	}
+	return false, false
 }
 
 // string reads the string whose quote is at i. Plain ASCII, the usual
