@@ -27,6 +27,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/url"
 	"sync"
 	"syscall"
 	"time"
@@ -124,6 +125,24 @@ func (t *Transport) CloseIdleConnections() {
 		}
 	}
 	t.base.CloseIdleConnections()
+}
+
+// CloseIdleConnectionsTo closes the idle connections to u's origin (its
+// scheme and host, as a request to u names them) and leaves every other
+// origin's. A caller that has seen the origin drop its connections (a
+// server restarted) uses it before trying again: a kept-alive connection
+// whose close has not arrived yet would look open and fail the request.
+// The base transport's idle connections stay: net/http closes them only
+// all at once, with [Transport.CloseIdleConnections].
+func (t *Transport) CloseIdleConnectionsTo(u *url.URL) {
+	key := originKey{u.Scheme, u.Host}
+	t.mu.Lock()
+	cs := t.idle[key]
+	delete(t.idle, key)
+	t.mu.Unlock()
+	for _, c := range cs {
+		c.nc.Close()
+	}
 }
 
 // takes reports whether the transport sends req itself.

@@ -10,6 +10,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -208,6 +209,35 @@ func TestServerClosedIdle(t *testing.T) {
 	}
 	if r, n := s.requests.Load(), s.conns.Load(); r != 2 || n != 2 {
 		t.Fatalf("%d requests on %d connections, want 2 on 2", r, n)
+	}
+}
+
+// TestCloseIdleConnectionsTo closes one origin's idle connections and
+// keeps another's.
+func TestCloseIdleConnectionsTo(t *testing.T) {
+	a, b := newServer(t, false, echo), newServer(t, false, echo)
+	tr := h1.New(&http.Transport{})
+	t.Cleanup(tr.CloseIdleConnections)
+	c := &http.Client{Transport: tr}
+	post(t, t.Context(), c, a.URL, "1")
+	post(t, t.Context(), c, b.URL, "1")
+	u, err := url.Parse(a.URL + "/mcp?x=1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr.CloseIdleConnectionsTo(u)
+	select {
+	case <-a.closed:
+	case <-time.After(20 * time.Second): // a guard against hanging, not a measure
+		t.Fatal("the origin's idle connection stayed open")
+	}
+	post(t, t.Context(), c, a.URL, "2")
+	post(t, t.Context(), c, b.URL, "2")
+	if n := a.conns.Load(); n != 2 {
+		t.Errorf("the closed origin: %d connections, want 2 (a new one after the close)", n)
+	}
+	if n := b.conns.Load(); n != 1 {
+		t.Errorf("the other origin: %d connections, want its first one kept", n)
 	}
 }
 

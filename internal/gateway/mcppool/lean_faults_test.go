@@ -4,10 +4,12 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"slices"
 	"strings"
 	"sync"
@@ -21,6 +23,7 @@ import (
 	"github.com/toolgate/toolgate/internal/gateway/mcppool"
 	"github.com/toolgate/toolgate/internal/h1"
 	"github.com/toolgate/toolgate/internal/netguard"
+	"github.com/toolgate/toolgate/internal/sources"
 )
 
 // How upstreams misbehave on the lean path, each served by a hand-written
@@ -537,13 +540,7 @@ func TestHTTPLeanRedirect(t *testing.T) {
 		wantRedirected int32
 	}{
 		{"through http.Client", nil, 3},
-		{"through the transport, as the gateway's client", func() *http.Client {
-			c := netguard.NewClient(netguard.Options{AllowPrivate: true, Timeout: -1})
-			rt := h1.New(c.Transport.(*http.Transport))
-			t.Cleanup(rt.CloseIdleConnections)
-			c.Transport = rt
-			return c
-		}, 4},
+		{"through the transport, as the gateway's client", func() *http.Client { return gatewayClient(t) }, 4},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var rec recorder
@@ -587,6 +584,128 @@ func TestHTTPLeanRedirect(t *testing.T) {
 				if c.query.Get("moved") != "1" {
 					t.Fatalf("a call ran at %v, not where the server sent it", c.query)
 				}
+			}
+		})
+	}
+}
+
+// gatewayClient is an HTTP client shaped as the gateway's: no timeout, and
+// the h1 transport over netguard's.
+func gatewayClient(t *testing.T) *http.Client {
+	c := netguard.NewClient(netguard.Options{AllowPrivate: true, Timeout: -1})
+	rt := h1.New(c.Transport.(*http.Transport))
+	t.Cleanup(rt.CloseIdleConnections)
+	c.Transport = rt
+	return c
+}
+
+// droppingListener hands out connections it can drop without telling the
+// client: a dropped connection ends, unanswered, at the next bytes the
+// client sends on it. Until then the client's side looks open, as a
+// restarted server's connections do before their close arrives (on a
+// busy machine that can be a while).
+type droppingListener struct {
+	net.Listener
+	mu    sync.Mutex
+	conns []*droppingConn
+}
+
+type droppingConn struct {
+	net.Conn
+	dropped atomic.Bool
+}
+
+func (l *droppingListener) Accept() (net.Conn, error) {
+	nc, err := l.Listener.Accept()
+	if err != nil {
+		return nil, err
+	}
+	c := &droppingConn{Conn: nc}
+	l.mu.Lock()
+	l.conns = append(l.conns, c)
+	l.mu.Unlock()
+	return c, nil
+}
+
+// drop drops every connection accepted so far and says how many.
+func (l *droppingListener) drop() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, c := range l.conns {
+		c.dropped.Store(true)
+	}
+	return len(l.conns)
+}
+
+func (c *droppingConn) Read(p []byte) (int, error) {
+	n, err := c.Conn.Read(p)
+	if n > 0 && c.dropped.Load() {
+		c.Conn.Close()
+		return 0, net.ErrClosed
+	}
+	return n, err
+}
+
+// TestHTTPReconnectAfterDroppedConnections has the server drop every
+// kept-alive connection while the pool holds two idle ones that still look
+// open. The call fails on one, and the pool reconnects once: its
+// initialize must not go out on the other. The call then runs, once, for
+// both client shapes: net/http's transport, which learns of a close from
+// a reader goroutine, and the gateway's h1, which peeks before reuse.
+func TestHTTPReconnectAfterDroppedConnections(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		client func() *http.Client
+	}{
+		{"net/http", nil},
+		{"h1, as the gateway's client", func() *http.Client { return gatewayClient(t) }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var rec recorder
+			srv := goServer()
+			ts := httptest.NewUnstartedServer(rec.wrap(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil)))
+			ln := &droppingListener{Listener: ts.Listener}
+			ts.Listener = ln
+			ts.Start()
+			t.Cleanup(ts.Close)
+			cfg := &sources.MCPConfig{Transport: sources.TransportStreamableHTTP, URL: ts.URL + "/mcp"}
+			var opts mcppool.Options
+			if tc.client != nil {
+				client := tc.client()
+				opts.HTTPClient = func() *http.Client { return client }
+			}
+			p := newPool(t, opts)
+			key := keyOf("src_dropped", cfg, nil)
+			// Two calls at once leave two idle connections behind.
+			var wg sync.WaitGroup
+			errs := make([]error, 2)
+			for i := range errs {
+				wg.Go(func() {
+					_, errs[i] = p.Call(t.Context(), key, cfg, nil, "sleep", map[string]any{"millis": 300}, nil)
+				})
+			}
+			wg.Wait()
+			if err := errors.Join(errs...); err != nil {
+				t.Fatal(err)
+			}
+			if n := ln.drop(); n < 2 {
+				t.Fatalf("%d connections before the drop, want 2 or more", n)
+			}
+			res, err := p.Call(t.Context(), key, cfg, nil, "echo", map[string]any{"message": "after the drop"}, nil)
+			if err != nil || text(t, res) != "Echo: after the drop" {
+				t.Fatalf("after the drop: %v %v", res, err)
+			}
+			if n := len(rec.method("initialize")); n != 2 {
+				t.Errorf("%d sessions initialized, want 2: the first and the reconnect", n)
+			}
+			var echoes int
+			for _, c := range rec.method("tools/call") {
+				if callOf(c.msg, "echo") {
+					echoes++
+				}
+			}
+			if echoes != 1 {
+				t.Errorf("the server ran echo %d times, want once", echoes)
 			}
 		})
 	}

@@ -22,6 +22,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"net/url"
 	"sort"
 	"strconv"
 	"sync"
@@ -277,11 +278,34 @@ func (p *Pool) do(ctx context.Context, r Request) (*mcp.CallToolResult, error) {
 		}
 		if first == nil {
 			first = err
+			p.dropIdleConnections(r.Config)
 			continue
 		}
 		return nil, fmt.Errorf("source %s: %v; reconnected once and it failed again: %w", r.Key.SourceID, first, err)
 	}
 	panic("unreachable")
+}
+
+// dropIdleConnections closes the idle connections to an HTTP source's
+// server before the pool reconnects to it. The failure that led here is
+// usually the server going away (a restart, a deploy), which closes every
+// connection to it; a kept-alive one whose close has not reached this
+// side yet looks open, and the reconnect's initialize, sent on it, would
+// fail too. The h1 transport closes that origin's connections alone; any
+// other transport closes all its idle connections, which costs other
+// sources a new connection each and nothing else.
+func (p *Pool) dropIdleConnections(cfg *sources.MCPConfig) {
+	if cfg.Transport == sources.TransportStdio {
+		return
+	}
+	client := p.opts.HTTPClient()
+	if t, ok := client.Transport.(*h1.Transport); ok {
+		if u, err := url.Parse(cfg.URL); err == nil {
+			t.CloseIdleConnectionsTo(u)
+		}
+		return
+	}
+	client.CloseIdleConnections()
 }
 
 // callOn runs the call on s with the call timeout and the progress relay.
