@@ -13,7 +13,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/alexedwards/scs/pgxstore"
 	"github.com/jmoiron/sqlx"
 	"github.com/labstack/echo/v4"
 
@@ -34,6 +33,7 @@ import (
 	"github.com/toolgate/toolgate/internal/sources"
 	"github.com/toolgate/toolgate/internal/tenancy"
 	"github.com/toolgate/toolgate/internal/testenv"
+	"github.com/toolgate/toolgate/internal/websession"
 	"github.com/toolgate/toolgate/internal/worker"
 	"github.com/toolgate/toolgate/views/paths"
 )
@@ -75,7 +75,7 @@ func newEnv(t testing.TB, vars map[string]string) *env {
 	if err != nil {
 		t.Fatalf("config: %v", err)
 	}
-	sessions := pgxstore.NewWithCleanupInterval(store.Pool(), 0)
+	sessions := websession.NewStore(store.Pool(), 0)
 	log := testLogger(t)
 	meiliURL, meiliKey := testenv.Meili(t)
 	index := search.NewMeili(meiliURL, meiliKey, "tools_"+strings.ToLower(rand.Text()))

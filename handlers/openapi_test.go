@@ -12,7 +12,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/alexedwards/scs/v2"
 	"github.com/labstack/echo/v4"
 
 	"github.com/toolgate/toolgate/handlers"
@@ -51,7 +50,7 @@ func TestOpenAPIMatchesRoutes(t *testing.T) {
 	}
 	e := handlers.New(handlers.Deps{
 		Config:   cfg,
-		Sessions: scs.New(),
+		Sessions: handlers.NewSessions(cfg, nil),
 		Logger:   slog.New(slog.NewTextHandler(io.Discard, nil)),
 	})
 

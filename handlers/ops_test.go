@@ -7,17 +7,16 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/alexedwards/scs/pgxstore"
-
 	"github.com/toolgate/toolgate/handlers"
 	"github.com/toolgate/toolgate/internal/config"
+	"github.com/toolgate/toolgate/internal/websession"
 )
 
 func TestReadyzNamesWhatIsDown(t *testing.T) {
 	e := newEnv(t, nil)
 	cfg, _ := config.Load(func(string) string { return "" })
 	srv := httptest.NewServer(handlers.New(handlers.Deps{
-		Config: cfg, Store: e.store, Sessions: handlers.NewSessions(cfg, pgxstore.NewWithCleanupInterval(e.store.Pool(), 0)),
+		Config: cfg, Store: e.store, Sessions: handlers.NewSessions(cfg, websession.NewStore(e.store.Pool(), 0)),
 		Logger: testLogger(t),
 		Checks: map[string]func(context.Context) error{
 			"postgresql":  e.store.Ping,

@@ -51,7 +51,7 @@ func (s *Server) createOrg(c echo.Context) error {
 func (s *Server) orgHome(c echo.Context) error {
 	ctx := c.Request().Context()
 	org := orgOf(c)
-	s.sessions.Put(ctx, sessionOrgKey, org.Slug)
+	s.sessions.Remember(ctx, sessionOrgKey, org.Slug)
 	wss, err := s.store.Workspaces(ctx, org.ID)
 	if err != nil {
 		return err

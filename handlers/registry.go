@@ -109,7 +109,7 @@ func (s *Server) apiRegistry(c echo.Context) error {
 
 // workspaceHome is the registry dashboard.
 func (s *Server) workspaceHome(c echo.Context) error {
-	s.sessions.Put(c.Request().Context(), sessionOrgKey, orgOf(c).Slug)
+	s.sessions.Remember(c.Request().Context(), sessionOrgKey, orgOf(c).Slug)
 	m, err := s.meta(c, workspaceOf(c).Name, "overview")
 	if err != nil {
 		return err

@@ -104,7 +104,7 @@ func (s *Server) meta(c echo.Context, title, section string) (layout.Meta, error
 		if m.PendingApprovals, err = s.pendingApprovals(ctx, org.ID, w.ID); err != nil {
 			return m, err
 		}
-		s.sessions.Put(ctx, sessionWorkspaceKey, org.Slug+"/"+w.Slug)
+		s.sessions.Remember(ctx, sessionWorkspaceKey, org.Slug+"/"+w.Slug)
 		return m, nil
 	}
 	// On organization pages, keep the workspace last opened in this

@@ -8,7 +8,6 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/alexedwards/scs/v2"
 	"github.com/labstack/echo/v4"
 
 	"github.com/toolgate/toolgate/db"
@@ -23,13 +22,14 @@ import (
 	"github.com/toolgate/toolgate/internal/secrets"
 	"github.com/toolgate/toolgate/internal/sources"
 	"github.com/toolgate/toolgate/internal/tenancy"
+	"github.com/toolgate/toolgate/internal/websession"
 )
 
 // Deps is everything the HTTP layer needs, built by cmd/toolgate.
 type Deps struct {
 	Config   config.Config
 	Store    *db.Store
-	Sessions *scs.SessionManager
+	Sessions *websession.Sessions
 	Logger   *slog.Logger
 	// Refresher enqueues refreshes and deletions of sources for the worker.
 	Refresher sources.Refresher
@@ -57,7 +57,7 @@ type Deps struct {
 type Server struct {
 	cfg       config.Config
 	store     *db.Store
-	sessions  *scs.SessionManager
+	sessions  *websession.Sessions
 	log       *slog.Logger
 	auth      *auth.Authenticator
 	tenancy   *tenancy.Service
@@ -124,11 +124,8 @@ func ipExtractor(cfg config.Config) echo.IPExtractor {
 }
 
 // NewSessions configures the console's session manager over PostgreSQL.
-func NewSessions(cfg config.Config, store scs.Store) *scs.SessionManager {
-	sm := scs.New()
-	sm.Store = store
-	sm.Lifetime = cfg.SessionLifetime
-	sm.IdleTimeout = cfg.SessionIdleTimeout
+func NewSessions(cfg config.Config, store *websession.Store) *websession.Sessions {
+	sm := websession.New(store, cfg.SessionLifetime, cfg.SessionIdleTimeout)
 	sm.Cookie.Name = "toolgate_session"
 	sm.Cookie.HttpOnly = true
 	sm.Cookie.SameSite = http.SameSiteLaxMode

@@ -8,9 +8,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/alexedwards/scs/v2/memstore"
-
 	"github.com/toolgate/toolgate/internal/testenv"
+	"github.com/toolgate/toolgate/internal/websession"
 )
 
 func TestMain(m *testing.M) { testenv.Main(m) }
@@ -65,7 +64,7 @@ func TestUsersCreatePrintsAWorkingToken(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := httptest.NewServer(a.handler(memstore.New(), q, nil, nil, nil, nil))
+	srv := httptest.NewServer(a.handler(websession.NewStore(a.store.Pool(), 0), q, nil, nil, nil, nil))
 	defer srv.Close()
 	req, _ := http.NewRequest("GET", srv.URL+"/api/v1/orgs/ops-team", nil)
 	req.Header.Set("Authorization", "Bearer "+token)

@@ -10,9 +10,6 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/alexedwards/scs/pgxstore"
-	"github.com/alexedwards/scs/v2"
-
 	"github.com/toolgate/toolgate/handlers"
 	"github.com/toolgate/toolgate/internal/approvals"
 	"github.com/toolgate/toolgate/internal/auth"
@@ -21,6 +18,7 @@ import (
 	"github.com/toolgate/toolgate/internal/gateway/audit"
 	"github.com/toolgate/toolgate/internal/mcpserver"
 	"github.com/toolgate/toolgate/internal/policy"
+	"github.com/toolgate/toolgate/internal/websession"
 	"github.com/toolgate/toolgate/internal/worker"
 	"github.com/toolgate/toolgate/views/paths"
 )
@@ -47,7 +45,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer, getenv 
 	}
 	defer untune()
 
-	sessionStore := pgxstore.NewWithCleanupInterval(a.store.Pool(), 30*time.Minute)
+	sessionStore := websession.NewStore(a.store.Pool(), 30*time.Minute)
 	defer sessionStore.StopCleanup()
 	if a.cfg.Demo {
 		if err := seedDemo(ctx, a, stdout); err != nil {
@@ -162,7 +160,7 @@ func (a *app) mcp(gw *gateway.Gateway) *mcpserver.Handler {
 }
 
 // handler is the whole HTTP surface of the instance.
-func (a *app) handler(sessions scs.Store, q *worker.Queue, gw *gateway.Gateway, mcp http.Handler, mcpConns *fastconn.Server, held *approvals.Service) http.Handler {
+func (a *app) handler(sessions *websession.Store, q *worker.Queue, gw *gateway.Gateway, mcp http.Handler, mcpConns *fastconn.Server, held *approvals.Service) http.Handler {
 	return handlers.New(handlers.Deps{
 		Config:    a.cfg,
 		Store:     a.store,
