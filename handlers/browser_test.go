@@ -312,6 +312,20 @@ func (b *tab) fail(what string, err error) {
 	b.t.Fatalf("%s: %v (page %s)", what, err, where)
 }
 
+// visibleLimit bounds a wait for an element, so a page that never shows
+// it fails the test with its name, not at the browser's whole limit.
+const visibleLimit = 2 * time.Minute
+
+// waitVisible waits until the element is on the page and visible.
+func (b *tab) waitVisible(sel string) {
+	b.t.Helper()
+	ctx, cancel := context.WithTimeout(b.ctx, visibleLimit)
+	defer cancel()
+	if err := chromedp.Do(ctx, chromedp.WaitVisible(chromedp.CSS(sel))); err != nil {
+		b.fail("wait "+visibleLimit.String()+" for "+sel, err)
+	}
+}
+
 func (b *tab) open(path string) { b.t.Helper(); b.do("open "+path, chromedp.Navigate(b.base+path)) }
 
 // click clicks a visible element that does not leave the page.
@@ -340,7 +354,7 @@ func (b *tab) fill(sel, value string) {
 
 func (b *tab) text(sel string) string {
 	b.t.Helper()
-	b.do("wait for "+sel, chromedp.WaitVisible(chromedp.CSS(sel)))
+	b.waitVisible(sel)
 	s, err := chromedp.Run(b.ctx, chromedp.Text(chromedp.CSS(sel)))
 	if err != nil {
 		b.fail("read "+sel, err)
@@ -359,7 +373,7 @@ func (b *tab) value(sel string) string {
 
 func (b *tab) wantVisible(sel string) {
 	b.t.Helper()
-	b.do("wait for "+sel, chromedp.WaitVisible(chromedp.CSS(sel)))
+	b.waitVisible(sel)
 }
 
 func (b *tab) wantText(sel, want string) {
@@ -386,7 +400,7 @@ func (b *tab) pick(sel, value string) {
 	b.t.Helper()
 	// The value is read back in the same script that sets it: the change
 	// event may make htmx swap the select out before a second round trip.
-	b.do("wait for "+sel, chromedp.WaitVisible(chromedp.CSS(sel)))
+	b.waitVisible(sel)
 	got, err := chromedp.Run(b.ctx, chromedp.Evaluate[string](`(function (s) { s.value = `+jsString(value)+`; var v = s.value; s.dispatchEvent(new Event('input', {bubbles: true})); s.dispatchEvent(new Event('change', {bubbles: true})); return v })(document.querySelector(`+jsString(sel)+`))`))
 	if err != nil {
 		b.fail("pick "+value+" in "+sel, err)
