@@ -134,7 +134,7 @@ var Vars = []Var{
 	{"TOOLGATE_SECRET_KEYS", "(key file)", "Key ring that encrypts credentials: comma-separated id:base64 entries of 32-byte keys, the current key first (`toolgate keys generate` makes one). Required with DATABASE_URL; the embedded default keeps a generated key in {TOOLGATE_DATA_DIR}/secret-keys (mode 0600)."},
 	{"TOOLGATE_SIGNUP", "invite", "Who may sign up once the first account exists: open, invite or closed."},
 	{"TOOLGATE_SESSION_LIFETIME", "336h", "Absolute lifetime of a console session."},
-	{"TOOLGATE_SESSION_IDLE_TIMEOUT", "24h", "A session unused for this long ends."},
+	{"TOOLGATE_SESSION_IDLE_TIMEOUT", "24h", "A session unused for this long ends (to within a minute, or a tenth of the timeout when that is shorter)."},
 	{"TOOLGATE_TRUST_PROXY_HEADERS", "false", "Take the client address from X-Forwarded-For (only behind a proxy you run)."},
 	{"TOOLGATE_DEMO", "false", "Seed the demo organization Acme with workspace Default and an owner account."},
 	{"TOOLGATE_ALLOW_STDIO", "true on the embedded default, else false", "Allow MCP sources that run a command on this server (stdio transport)."},
