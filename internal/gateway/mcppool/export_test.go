@@ -23,3 +23,14 @@ func LeanSessions(p *Pool) int {
 // SetDrainGrace sets how long p's lean calls leave an answer stream open
 // after its response; call it before p's first call.
 func SetDrainGrace(p *Pool, d time.Duration) { p.drainGrace = d }
+
+// InFlight counts the calls p's sessions have in flight.
+func InFlight(p *Pool) int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	n := 0
+	for _, s := range p.sessions {
+		n += s.inflight
+	}
+	return n
+}

@@ -312,6 +312,36 @@ func TestHTTPLeanProgressRelayed(t *testing.T) {
 	}
 }
 
+// TestHTTPPanicInCallReleasesTheSession has the progress callback panic
+// in the middle of a call, as a bug in the call's path would: the panic
+// reaches the caller, the session it left in an unknown state is retired
+// rather than kept with a call counted in flight forever, and the next
+// call runs on a new one.
+func TestHTTPPanicInCallReleasesTheSession(t *testing.T) {
+	_, cfg := serveHTTP(t, nil)
+	p := newPool(t, mcppool.Options{})
+	key := keyOf("src_panic", cfg, nil)
+	func() {
+		defer func() {
+			if r := recover(); r != "progress handler bug" {
+				t.Fatalf("recovered %v, want the callback's panic", r)
+			}
+		}()
+		_, _ = p.Call(t.Context(), key, cfg, nil, "progress", map[string]any{"steps": 3},
+			func(float64, float64, string) { panic("progress handler bug") })
+	}()
+	if n, open := mcppool.InFlight(p), mcppool.LeanSessions(p); n != 0 || open != 0 {
+		t.Fatalf("after the panic: %d calls in flight on %d open sessions, want none", n, open)
+	}
+	res, err := p.Call(t.Context(), key, cfg, nil, "echo", map[string]any{"message": "after"}, nil)
+	if err != nil || text(t, res) != "Echo: after" {
+		t.Fatalf("the next call: %v %v", res, err)
+	}
+	if n := mcppool.InFlight(p); n != 0 {
+		t.Fatalf("%d calls in flight after the next call", n)
+	}
+}
+
 // TestHTTPLeanServerAsks has the server ping the client, list its roots
 // and ask it for sampling in the middle of a call: each gets the SDK
 // client's answer and the call still completes.

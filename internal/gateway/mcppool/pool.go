@@ -261,14 +261,9 @@ func (p *Pool) do(ctx context.Context, r Request) (*mcp.CallToolResult, error) {
 	}
 	var first error
 	for attempt := 0; attempt < 2; attempt++ {
-		s, err := p.acquire(ctx, r, connectTimeout)
+		res, err := p.callOnce(ctx, r, connectTimeout, callTimeout)
 		if err == nil {
-			var res *mcp.CallToolResult
-			res, err = p.callOn(ctx, s, r, callTimeout)
-			p.release(s, err != nil && retiresSession(err))
-			if err == nil {
-				return res, nil
-			}
+			return res, nil
 		}
 		if !retryable(err) || ctx.Err() != nil {
 			if first != nil {
@@ -284,6 +279,21 @@ func (p *Pool) do(ctx context.Context, r Request) (*mcp.CallToolResult, error) {
 		return nil, fmt.Errorf("source %s: %v; reconnected once and it failed again: %w", r.Key.SourceID, first, err)
 	}
 	panic("unreachable")
+}
+
+// callOnce makes the call on the session of r, connecting it if need be.
+// The session is released however the call ends; a panic in it (a bug)
+// retires the session, whose state is then unknown, and goes on.
+func (p *Pool) callOnce(ctx context.Context, r Request, connectTimeout, callTimeout time.Duration) (res *mcp.CallToolResult, err error) {
+	s, err := p.acquire(ctx, r, connectTimeout)
+	if err != nil {
+		return nil, err
+	}
+	broken := true
+	defer func() { p.release(s, broken) }()
+	res, err = p.callOn(ctx, s, r, callTimeout)
+	broken = err != nil && retiresSession(err)
+	return res, err
 }
 
 // dropIdleConnections closes the idle connections to an HTTP source's
