@@ -9,15 +9,18 @@ import (
 
 // User is an account.
 type User struct {
-	ID           int64     `db:"id" json:"id"`
-	Email        string    `db:"email" json:"email"`
-	Name         string    `db:"name" json:"name"`
-	PasswordHash string    `db:"password_hash" json:"-"`
-	CreatedAt    time.Time `db:"created_at" json:"created_at"`
-	UpdatedAt    time.Time `db:"updated_at" json:"updated_at"`
+	ID           int64  `db:"id" json:"id"`
+	Email        string `db:"email" json:"email"`
+	Name         string `db:"name" json:"name"`
+	PasswordHash string `db:"password_hash" json:"-"`
+	// SessionGeneration is the generation a console session must have
+	// begun in to be valid; see SetPasswordHash.
+	SessionGeneration int64     `db:"session_generation" json:"-"`
+	CreatedAt         time.Time `db:"created_at" json:"created_at"`
+	UpdatedAt         time.Time `db:"updated_at" json:"updated_at"`
 }
 
-const userColumns = `id, email, name, password_hash, created_at, updated_at`
+const userColumns = `id, email, name, password_hash, session_generation, created_at, updated_at`
 
 // CountUsers reports how many accounts exist; zero means a fresh instance.
 func (s *Store) CountUsers(ctx context.Context) (int, error) {
@@ -56,8 +59,12 @@ func (s *Store) UpdateProfile(ctx context.Context, id int64, email, name string)
 	return u, translate(err)
 }
 
-// SetPasswordHash replaces an account's password hash.
-func (s *Store) SetPasswordHash(ctx context.Context, id int64, hash string) error {
-	res, err := s.db.ExecContext(ctx, `UPDATE users SET password_hash = $2, updated_at = now() WHERE id = $1`, id, hash)
-	return oneRow(res, err)
+// SetPasswordHash replaces an account's password hash and raises its
+// session generation, which ends the console sessions begun before; it
+// returns the new generation, for the session that made the change to keep.
+func (s *Store) SetPasswordHash(ctx context.Context, id int64, hash string) (generation int64, err error) {
+	err = s.db.GetContext(ctx, &generation, `
+		UPDATE users SET password_hash = $2, session_generation = session_generation + 1, updated_at = now()
+		WHERE id = $1 RETURNING session_generation`, id, hash)
+	return generation, translate(err)
 }

@@ -88,8 +88,21 @@ func (s *Server) startSession(c echo.Context, u db.User) error {
 		return err
 	}
 	s.sessions.Put(ctx, sessionUserKey, u.ID)
+	s.sessions.Put(ctx, sessionGenerationKey, u.SessionGeneration)
 	c.Set(ctxUser, u)
 	return nil
+}
+
+// keepSession moves the request's session, when it is u's, to u's new
+// session generation after a password change ended the others, with a new
+// token. A request authenticated by a token has no session to keep.
+func (s *Server) keepSession(c echo.Context, u db.User, generation int64) error {
+	ctx := c.Request().Context()
+	if !hasSession(c) || s.sessions.GetInt64(ctx, sessionUserKey) != u.ID {
+		return nil
+	}
+	u.SessionGeneration = generation
+	return s.startSession(c, u)
 }
 
 func (s *Server) signOut(c echo.Context) error {
@@ -266,17 +279,17 @@ func (s *Server) updateProfile(c echo.Context) error {
 func (s *Server) changePassword(c echo.Context) error {
 	u := mustUser(c)
 	in := tenancy.PasswordInput{Current: c.FormValue("current_password"), New: c.FormValue("new_password"), Confirm: c.FormValue("confirm_password")}
-	err := s.tenancy.ChangePassword(c.Request().Context(), u, in, c.RealIP())
+	generation, err := s.tenancy.ChangePassword(c.Request().Context(), u, in, c.RealIP())
 	var problems validation.Errors
 	if errors.As(err, &problems) {
 		return s.renderProfile(c, http.StatusUnprocessableEntity, account.ProfilePage{Email: u.Email, Name: u.Name, PasswordErrors: problems}, true)
 	} else if err != nil {
 		return err
 	}
-	if err := s.sessions.RenewToken(c.Request().Context()); err != nil {
+	if err := s.keepSession(c, u, generation); err != nil {
 		return err
 	}
-	s.flash(c, "success", "Password changed.")
+	s.flash(c, "success", "Password changed. Your other sessions are signed out.")
 	return s.seeOther(c, paths.Profile)
 }
 
@@ -330,7 +343,12 @@ func (s *Server) apiChangePassword(c echo.Context) error {
 	if in.Confirm == "" {
 		in.Confirm = in.New // the API has no second field to type
 	}
-	if err := s.tenancy.ChangePassword(c.Request().Context(), mustUser(c), in, c.RealIP()); err != nil {
+	u := mustUser(c)
+	generation, err := s.tenancy.ChangePassword(c.Request().Context(), u, in, c.RealIP())
+	if err != nil {
+		return err
+	}
+	if err := s.keepSession(c, u, generation); err != nil {
 		return err
 	}
 	return c.NoContent(http.StatusNoContent)

@@ -316,3 +316,52 @@ func TestChangePassword(t *testing.T) {
 		t.Fatal("a password reached the log")
 	}
 }
+
+// TestChangePasswordEndsOtherSessions: a password change, in the console
+// or through the API, signs the account out of every other browser; the
+// session that made the change stays, and personal access tokens, which
+// have their own revocation, keep working. A session of another account is
+// untouched.
+func TestChangePasswordEndsOtherSessions(t *testing.T) {
+	f := newFixture(t)
+	other := f.env.signIn("viewer@acme.test")
+	token := tokenClient(t, f.env, "viewer@acme.test")
+	owner := f.env.signIn("owner@acme.test")
+	res := f.viewer.post("/settings/password", url.Values{"current_password": {password}, "new_password": {"a brand new password"}, "confirm_password": {"a brand new password"}}, false)
+	if res.status != 303 {
+		t.Fatalf("change: %d %s", res.status, excerpt(res.body))
+	}
+	if page := f.viewer.get("/settings/profile"); page.status != 200 || !strings.Contains(page.body, "Password changed. Your other sessions are signed out.") {
+		t.Fatalf("the session that changed it: %d %s", page.status, excerpt(page.body))
+	}
+	if res := other.api("GET", "/api/v1/me", nil); res.status != 401 {
+		t.Fatalf("another session of the account after the change: %d %s", res.status, res.body)
+	}
+	if res := other.get("/o/acme"); res.status != 303 || !strings.HasPrefix(res.header.Get("Location"), "/signin") {
+		t.Fatalf("another session's console page: %d %q", res.status, res.header.Get("Location"))
+	}
+	for name, c := range map[string]*client{"the token": token, "another account": owner} {
+		if res := c.api("GET", "/api/v1/me", nil); res.status != 200 {
+			t.Fatalf("%s after the change: %d %s", name, res.status, res.body)
+		}
+	}
+
+	// Through the API, from a session: the same.
+	signIn := func() *client {
+		c := f.env.anon()
+		if res := c.post("/signin", url.Values{"email": {"viewer@acme.test"}, "password": {"a brand new password"}}, false); res.status != 303 {
+			t.Fatalf("sign in: %d", res.status)
+		}
+		return c
+	}
+	a, b := signIn(), signIn()
+	if res := a.api("PUT", "/api/v1/me/password", map[string]any{"current_password": "a brand new password", "new_password": "another new password"}); res.status != 204 {
+		t.Fatalf("API change: %d %s", res.status, res.body)
+	}
+	if res := a.api("GET", "/api/v1/me", nil); res.status != 200 {
+		t.Fatalf("the session that changed it through the API: %d %s", res.status, res.body)
+	}
+	if res := b.api("GET", "/api/v1/me", nil); res.status != 401 {
+		t.Fatalf("another session after the API change: %d %s", res.status, res.body)
+	}
+}

@@ -18,8 +18,13 @@ import (
 	"github.com/toolgate/toolgate/views/paths"
 )
 
-// sessionUserKey holds the signed-in user's id in the session.
-const sessionUserKey = "uid"
+// sessionUserKey holds the signed-in user's id in the session, and
+// sessionGenerationKey the user's session generation when it began: a
+// session of an older generation has ended (the password changed since).
+const (
+	sessionUserKey       = "uid"
+	sessionGenerationKey = "gen"
+)
 
 // secretInPath matches URL segments that carry a secret, for redaction.
 var secretInPath = regexp.MustCompile(`(tg[a-z]_)[a-z2-7]+`)
@@ -129,9 +134,9 @@ func (s *Server) sessionUser(next echo.HandlerFunc) echo.HandlerFunc {
 		if id := s.sessions.GetInt64(ctx, sessionUserKey); id != 0 {
 			u, err := s.store.UserByID(ctx, id)
 			switch {
-			case err == nil:
+			case err == nil && s.sessions.GetInt64(ctx, sessionGenerationKey) == u.SessionGeneration:
 				c.Set(ctxUser, u)
-			case errors.Is(err, db.ErrNotFound):
+			case err == nil, errors.Is(err, db.ErrNotFound):
 				_ = s.sessions.Destroy(ctx)
 			default:
 				return err

@@ -345,20 +345,22 @@ func (s *Service) UpdateProfile(ctx context.Context, userID int64, in ProfileInp
 }
 
 // ChangePassword replaces the password after checking the current one;
-// wrong guesses count towards the sign-in throttle.
-func (s *Service) ChangePassword(ctx context.Context, user db.User, in PasswordInput, clientIP string) error {
+// wrong guesses count towards the sign-in throttle. It ends the account's
+// console sessions and returns the session generation the one that made
+// the change moves to (see [db.Store.SetPasswordHash]).
+func (s *Service) ChangePassword(ctx context.Context, user db.User, in PasswordInput, clientIP string) (sessionGeneration int64, err error) {
 	if problems := in.Validate(); len(problems) > 0 {
-		return problems
+		return 0, problems
 	}
-	err := s.Auth.Reauthenticate(ctx, user, in.Current, clientIP)
+	err = s.Auth.Reauthenticate(ctx, user, in.Current, clientIP)
 	if errors.Is(err, auth.ErrBadCredentials) {
-		return validation.Field("current_password", "This is not your current password.")
+		return 0, validation.Field("current_password", "This is not your current password.")
 	} else if err != nil {
-		return err
+		return 0, err
 	}
 	hash, err := auth.HashPassword(in.New)
 	if err != nil {
-		return err
+		return 0, err
 	}
 	return s.Store.SetPasswordHash(ctx, user.ID, hash)
 }
