@@ -59,6 +59,14 @@ func (s *Store) UpdateProfile(ctx context.Context, id int64, email, name string)
 	return u, translate(err)
 }
 
+// EndSessions raises an account's session generation, which ends the
+// console sessions begun before, and returns the new generation.
+func (s *Store) EndSessions(ctx context.Context, id int64) (generation int64, err error) {
+	err = s.db.GetContext(ctx, &generation, `
+		UPDATE users SET session_generation = session_generation + 1 WHERE id = $1 RETURNING session_generation`, id)
+	return generation, translate(err)
+}
+
 // SetPasswordHash replaces an account's password hash and raises its
 // session generation, which ends the console sessions begun before; it
 // returns the new generation, for the session that made the change to keep.

@@ -293,6 +293,33 @@ func (s *Server) changePassword(c echo.Context) error {
 	return s.seeOther(c, paths.Profile)
 }
 
+// signOutOthers ends the account's other console sessions.
+func (s *Server) signOutOthers(c echo.Context) error {
+	if err := s.endOtherSessions(c); err != nil {
+		return err
+	}
+	s.flash(c, "success", "Signed out of every other session.")
+	return s.seeOther(c, paths.Profile)
+}
+
+func (s *Server) apiSignOutOthers(c echo.Context) error {
+	if err := s.endOtherSessions(c); err != nil {
+		return err
+	}
+	return c.NoContent(http.StatusNoContent)
+}
+
+// endOtherSessions ends every console session of the signed-in account
+// but the request's own.
+func (s *Server) endOtherSessions(c echo.Context) error {
+	u := mustUser(c)
+	generation, err := s.store.EndSessions(c.Request().Context(), u.ID)
+	if err != nil {
+		return err
+	}
+	return s.keepSession(c, u, generation)
+}
+
 // userJSON is an account in the API.
 type userJSON struct {
 	ID        int64  `json:"id"`

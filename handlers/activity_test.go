@@ -506,10 +506,7 @@ func TestActivityBrowser(t *testing.T) {
 	f := newActivityFixture(t)
 	browserCtx, shots := startBrowser(t, 2*time.Minute, "activity")
 	b := newTab(t, browserCtx, f.srv.URL, shots)
-	b.open("/signin")
-	b.fill(testid("field-email"), "viewer@acme.test")
-	b.fill(testid("field-password"), password)
-	b.clickAndLoad(testid("signin-form") + ` button[type="submit"]`)
+	b.signIn("viewer@acme.test")
 
 	b.open("/o/acme/w/default")
 	b.clickAndLoad(testid("workspace-nav") + ` a[href="/o/acme/w/default/activity"]`)

@@ -52,10 +52,7 @@ func TestBrowserApproval(t *testing.T) {
 	// The owner gives the member the workspace's approver role on the
 	// settings page; a viewer is refused in place first.
 	owner := newTab(t, browserCtx, f.srv.URL, shots)
-	owner.open("/signin")
-	owner.fill(testid("field-email"), "owner@acme.test")
-	owner.fill(testid("field-password"), password)
-	owner.clickAndLoad(testid("signin-form") + ` button[type="submit"]`)
+	owner.signIn("owner@acme.test")
 	owner.open("/o/acme/w/default/settings")
 	owner.wantVisible(testid("no-approvers"))
 	viewerID := strconv.FormatInt(f.userID("viewer@acme.test"), 10)
@@ -72,10 +69,7 @@ func TestBrowserApproval(t *testing.T) {
 	b := newTab(t, browserCtx, f.srv.URL, shots)
 
 	// The approver signs in and opens the Approvals page: nothing waits.
-	b.open("/signin")
-	b.fill(testid("field-email"), "approver@acme.test")
-	b.fill(testid("field-password"), password)
-	b.clickAndLoad(testid("signin-form") + ` button[type="submit"]`)
+	b.signIn("approver@acme.test")
 	b.wantPath("/o/acme/w/default")
 	b.clickAndLoad(testid("nav-approvals"))
 	b.wantPath("/o/acme/w/default/approvals")

@@ -199,10 +199,7 @@ func TestAuditLogBrowser(t *testing.T) {
 	createPolicy(t, f.owner, orgPolicies, map[string]any{"target_type": "everyone", "selector_type": "all", "effect": "allow"})
 	browserCtx, shots := startBrowser(t, 2*time.Minute, "audit-log")
 	b := newTab(t, browserCtx, f.srv.URL, shots)
-	b.open("/signin")
-	b.fill(testid("field-email"), "admin@acme.test")
-	b.fill(testid("field-password"), password)
-	b.clickAndLoad(testid("signin-form") + ` button[type="submit"]`)
+	b.signIn("admin@acme.test")
 
 	b.clickAndLoad(testid("audit-log-nav"))
 	b.wantPath("/o/acme/audit")

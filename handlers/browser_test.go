@@ -202,8 +202,22 @@ func TestBrowserFlows(t *testing.T) {
 		t.Fatal(err)
 	}
 
+	// 9. Ada, signed in on a second computer too, signs out of every other
+	// session from her account settings; the other computer is signed out.
+	laptop := newTab(t, browserCtx, e.srv.URL, shots)
+	laptop.signIn("ada@acme.test")
+	laptop.wantPath("/o/acme-robotics/w/default")
+	ada.open("/settings/profile")
+	ada.clickAndLoad(testid("sign-out-others") + ` button[type="submit"]`)
+	ada.wantPath("/settings/profile")
+	ada.wantText(testid("flash"), "Signed out of every other session.")
+	ada.shot("15-account-sessions")
+	laptop.open("/o/acme-robotics/w/default")
+	laptop.wantPath("/signin")
+
 	ada.checkConsole()
 	sam.checkConsole()
+	laptop.checkConsole()
 }
 
 // librarySDL is the schema pasted into the new GraphQL source: two queries
@@ -324,6 +338,15 @@ func (b *tab) waitVisible(sel string) {
 	if err := chromedp.Do(ctx, chromedp.WaitVisible(chromedp.CSS(sel))); err != nil {
 		b.fail("wait "+visibleLimit.String()+" for "+sel, err)
 	}
+}
+
+// signIn signs the tab's browser in as email through the sign-in form.
+func (b *tab) signIn(email string) {
+	b.t.Helper()
+	b.open("/signin")
+	b.fill(testid("field-email"), email)
+	b.fill(testid("field-password"), password)
+	b.clickAndLoad(testid("signin-form") + ` button[type="submit"]`)
 }
 
 func (b *tab) open(path string) { b.t.Helper(); b.do("open "+path, chromedp.Navigate(b.base+path)) }

@@ -25,10 +25,7 @@ func TestBrowserConnectAndTryIt(t *testing.T) {
 	browserCtx, shots := startBrowser(t, 3*time.Minute, "browser-connect")
 	b := newTab(t, browserCtx, e.srv.URL, shots)
 
-	b.open("/signin")
-	b.fill(testid("field-email"), "owner@acme.test")
-	b.fill(testid("field-password"), password)
-	b.clickAndLoad(testid("signin-form") + ` button[type="submit"]`)
+	b.signIn("owner@acme.test")
 	b.wantPath("/o/acme/w/default")
 
 	// The sidebar leads to the page; the mode switch swaps the body in place.

@@ -842,10 +842,7 @@ func TestCredentialsInTheBrowser(t *testing.T) {
 		}
 	}
 
-	b.open("/signin")
-	b.fill(testid("field-email"), "owner@acme.test")
-	b.fill(testid("field-password"), password)
-	b.clickAndLoad(testid("signin-form") + ` button[type="submit"]`)
+	b.signIn("owner@acme.test")
 	b.open(consoleWS)
 	b.wantVisible(testid("empty"))
 	b.shot("01-no-credentials")

@@ -365,3 +365,65 @@ func TestChangePasswordEndsOtherSessions(t *testing.T) {
 		t.Fatalf("another session after the API change: %d %s", res.status, res.body)
 	}
 }
+
+// TestSignOutOtherSessions: the Sessions card on the profile page, and
+// DELETE /api/v1/me/sessions, end the account's other console sessions
+// and keep the one asking; with a token, every session ends and the token
+// keeps working.
+func TestSignOutOtherSessions(t *testing.T) {
+	f := newFixture(t)
+	other := f.env.signIn("viewer@acme.test")
+	token := tokenClient(t, f.env, "viewer@acme.test")
+	if page := f.viewer.get("/settings/profile"); !strings.Contains(page.body, `data-testid="sign-out-others"`) {
+		t.Fatalf("the profile page has no sign-out form: %s", excerpt(page.body))
+	}
+	// A form posted from another site carries the cookie but no token.
+	forged, err := http.NewRequest("POST", f.env.srv.URL+"/settings/sessions/sign-out-others", strings.NewReader(""))
+	if err != nil {
+		t.Fatal(err)
+	}
+	forged.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	if resp, err := f.viewer.http.Do(forged); err != nil || resp.StatusCode != 403 {
+		t.Fatalf("without the CSRF token: %v %v", resp, err)
+	} else {
+		resp.Body.Close()
+	}
+	if res := other.api("GET", "/api/v1/me", nil); res.status != 200 {
+		t.Fatalf("another session after a forged request: %d %s", res.status, res.body)
+	}
+	res := f.viewer.post("/settings/sessions/sign-out-others", url.Values{}, false)
+	if res.status != 303 || res.header.Get("Location") != "/settings/profile" {
+		t.Fatalf("sign out others: %d %q", res.status, res.header.Get("Location"))
+	}
+	if page := f.viewer.get("/settings/profile"); page.status != 200 || !strings.Contains(page.body, "Signed out of every other session.") {
+		t.Fatalf("the session that asked: %d %s", page.status, excerpt(page.body))
+	}
+	if res := other.api("GET", "/api/v1/me", nil); res.status != 401 {
+		t.Fatalf("another session: %d %s", res.status, res.body)
+	}
+	if res := f.owner.api("GET", "/api/v1/me", nil); res.status != 200 {
+		t.Fatalf("another account's session: %d %s", res.status, res.body)
+	}
+
+	a, b := f.env.signIn("viewer@acme.test"), f.env.signIn("viewer@acme.test")
+	if res := a.api("DELETE", "/api/v1/me/sessions", nil); res.status != 204 {
+		t.Fatalf("API, from a session: %d %s", res.status, res.body)
+	}
+	if res := a.api("GET", "/api/v1/me", nil); res.status != 200 {
+		t.Fatalf("the session that asked through the API: %d %s", res.status, res.body)
+	}
+	if res := b.api("GET", "/api/v1/me", nil); res.status != 401 {
+		t.Fatalf("another session after the API call: %d %s", res.status, res.body)
+	}
+	if res := token.api("DELETE", "/api/v1/me/sessions", nil); res.status != 204 {
+		t.Fatalf("API, with a token: %d %s", res.status, res.body)
+	}
+	for name, c := range map[string]*client{"the last session": a, "the viewer's own first session": f.viewer} {
+		if res := c.api("GET", "/api/v1/me", nil); res.status != 401 {
+			t.Fatalf("%s after a token's call: %d %s", name, res.status, res.body)
+		}
+	}
+	if res := token.api("GET", "/api/v1/me", nil); res.status != 200 {
+		t.Fatalf("the token: %d %s", res.status, res.body)
+	}
+}

@@ -25,10 +25,7 @@ func TestBrowserPolicies(t *testing.T) {
 	browserCtx, shots := startBrowser(t, 3*time.Minute, "policies")
 	b := newTab(t, browserCtx, e.srv.URL, shots)
 
-	b.open("/signin")
-	b.fill(testid("field-email"), "owner@acme.test")
-	b.fill(testid("field-password"), password)
-	b.clickAndLoad(testid("signin-form") + ` button[type="submit"]`)
+	b.signIn("owner@acme.test")
 	b.wantPath("/o/acme/w/default")
 
 	// From the sidebar to the page: the organization's rules (none) first.

@@ -22,6 +22,10 @@ const (
 // MyCredentials lists the signed-in user's own (account) credentials.
 const MyCredentials = "/settings/credentials"
 
+// SignOutOthers ends every console session of the account but the one
+// asking.
+const SignOutOthers = "/settings/sessions/sign-out-others"
+
 // Token is one personal access token's page.
 func Token(id string) string { return Tokens + "/" + url.PathEscape(id) }
 
