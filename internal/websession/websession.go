@@ -14,6 +14,7 @@ package websession
 import (
 	"context"
 	"net/http"
+	"sync"
 	"time"
 
 	"github.com/alexedwards/scs/pgxstore"
@@ -51,7 +52,16 @@ type Sessions struct {
 	*scs.SessionManager
 	store *Store
 	idle  time.Duration
+
+	mu sync.Mutex
+	// touched holds when this process last moved a session's expiry, so a
+	// request within the slack of it skips the round trip to PostgreSQL.
+	touched map[string]time.Time
 }
+
+// maxTouched bounds touched: past it, entries older than the slack go,
+// and all of them if that is not enough.
+const maxTouched = 10000
 
 // New returns sessions in store that end lifetime after they began, or
 // idle after their last request, whichever comes first.
@@ -61,7 +71,7 @@ func New(store *Store, lifetime, idle time.Duration) *Sessions {
 	// Left at 0: scs would then save every session on every request (see
 	// the package comment). The saved expiry is limited to idle below.
 	sm.IdleTimeout = 0
-	s := &Sessions{SessionManager: sm, store: store, idle: idle}
+	s := &Sessions{SessionManager: sm, store: store, idle: idle, touched: map[string]time.Time{}}
 	sm.Store = idleStore{s}
 	return s
 }
@@ -85,14 +95,43 @@ func (s *Sessions) slack() time.Duration { return min(time.Minute, s.idle/10) }
 func (s *Sessions) LoadAndSave(next http.Handler) http.Handler {
 	return s.SessionManager.LoadAndSave(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		ctx := r.Context()
-		if token := s.Token(ctx); token != "" {
+		if token := s.Token(ctx); token != "" && s.touchDue(token) {
 			if err := s.store.touch(ctx, token, s.expiry(s.Deadline(ctx)), s.slack()); err != nil {
 				s.ErrorFunc(w, r, err)
 				return
 			}
+			s.noteTouched(token)
 		}
 		next.ServeHTTP(w, r)
 	}))
+}
+
+// touchDue reports whether token's expiry may need moving: this process
+// has not moved it within the slack.
+func (s *Sessions) touchDue(token string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	at, ok := s.touched[token]
+	return !ok || time.Since(at) >= s.slack()
+}
+
+// noteTouched records that token's expiry was just moved (or found close
+// enough).
+func (s *Sessions) noteTouched(token string) {
+	now := time.Now()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.touched) >= maxTouched {
+		for t, at := range s.touched {
+			if now.Sub(at) >= s.slack() {
+				delete(s.touched, t)
+			}
+		}
+		if len(s.touched) >= maxTouched {
+			clear(s.touched)
+		}
+	}
+	s.touched[token] = now
 }
 
 // Remember puts value under key unless it is there already, so a request
