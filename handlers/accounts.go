@@ -94,15 +94,19 @@ func (s *Server) startSession(c echo.Context, u db.User) error {
 }
 
 // keepSession moves the request's session, when it is u's, to u's new
-// session generation after a password change ended the others, with a new
-// token. A request authenticated by a token has no session to keep.
+// session generation after the others were ended, with a new token and
+// its deadline unchanged. A request authenticated by a token keeps no
+// session, even with a cookie beside the token.
 func (s *Server) keepSession(c echo.Context, u db.User, generation int64) error {
 	ctx := c.Request().Context()
-	if !hasSession(c) || s.sessions.GetInt64(ctx, sessionUserKey) != u.ID {
+	if viaToken(c) || !hasSession(c) || s.sessions.GetInt64(ctx, sessionUserKey) != u.ID {
 		return nil
 	}
-	u.SessionGeneration = generation
-	return s.startSession(c, u)
+	if err := s.sessions.KeepDeadline(ctx); err != nil {
+		return err
+	}
+	s.sessions.Put(ctx, sessionGenerationKey, generation)
+	return nil
 }
 
 func (s *Server) signOut(c echo.Context) error {

@@ -426,4 +426,15 @@ func TestSignOutOtherSessions(t *testing.T) {
 	if res := token.api("GET", "/api/v1/me", nil); res.status != 200 {
 		t.Fatalf("the token: %d %s", res.status, res.body)
 	}
+
+	// A token request that also carries a session cookie keeps no session:
+	// the cookie's session ends with the others.
+	browser := f.env.signIn("viewer@acme.test")
+	both := &client{e: browser.e, http: browser.http, token: token.token}
+	if res := both.api("DELETE", "/api/v1/me/sessions", nil); res.status != 204 {
+		t.Fatalf("API, with a token and a cookie: %d %s", res.status, res.body)
+	}
+	if res := browser.api("GET", "/api/v1/me", nil); res.status != 401 {
+		t.Fatalf("the cookie sent beside the token: %d %s", res.status, res.body)
+	}
 }
